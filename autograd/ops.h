@@ -1,0 +1,113 @@
+#pragma once
+// The user-facing tensor operations (LibTorch's torch:: functions). Each records the autograd graph
+// when an input requires grad; the computation itself is ember::raw:: (core/raw.h).
+// Element-wise ops broadcast (NumPy rules) and promote dtypes (backends/dtype.h).
+#include <concepts>
+#include <tuple>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace ember {
+
+// --- element-wise, two inputs ------------------------------------------------------------------------
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);  // true division: integer inputs give f32
+Tensor pow(const Tensor& a, const Tensor& b);
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+// Comparisons give bool masks.
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+// cond ? a : b, broadcasting all three; cond is a bool tensor.
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+
+// --- element-wise, one input ------------------------------------------------------------------------
+Tensor neg(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor sign(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor rsqrt(const Tensor& x);
+Tensor square(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor relu(const Tensor& x);
+Tensor gelu(const Tensor& x);  // exact (erf) form
+Tensor pow(const Tensor& x, double exponent);
+Tensor clamp(const Tensor& x, double min, double max);  // pass ±INFINITY for a missing bound
+
+// --- reductions -------------------------------------------------------------------------------------
+Tensor sum(const Tensor& x);  // 0-d; bool/i64 sum in i64
+Tensor sum(const Tensor& x, const Shape& dims, bool keepdim = false);
+Tensor mean(const Tensor& x);
+Tensor mean(const Tensor& x, const Shape& dims, bool keepdim = false);
+Tensor max(const Tensor& x);  // 0-d; NaN if any element is NaN
+Tensor min(const Tensor& x);
+// Values and indices along one dim (the first index of equal maxima), as torch.max(x, dim).
+std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim = false);
+std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor amax(const Tensor& x, const Shape& dims, bool keepdim = false);
+Tensor amin(const Tensor& x, const Shape& dims, bool keepdim = false);
+Tensor argmax(const Tensor& x);  // index into the flattened tensor
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor argmin(const Tensor& x);
+Tensor argmin(const Tensor& x, int64_t dim, bool keepdim = false);
+
+// --- linear algebra, joining, indexing ---------------------------------------------------------------
+// torch.matmul: [M, K] @ [K, N]; batched [..., M, K] @ [..., K, N] with broadcast batch dims; 1-D
+// operands act as a row (left) or column (right) vector.
+Tensor matmul(const Tensor& a, const Tensor& b);
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
+// out[.., i, ..] = x[.., index[i], ..] along `dim`; index is 1-D i64.
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+// out[i][j] = x[i][index[i][j]] (dim = 1); index is i64 with x's number of dims.
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+
+// --- operators and scalars ------------------------------------------------------------------------
+// A C++ number next to a tensor acts like a Python scalar: 2.0 * f32 stays f32, 2 * i64 stays i64,
+// 0.5 * i64 gives f32.
+template <typename S>
+concept Scalar = std::is_arithmetic_v<S> && !std::is_same_v<S, bool>;
+
+template <Scalar S>
+Tensor scalar_for(const Tensor& like, S value) {
+  return scalar_for(like, static_cast<double>(value), std::is_integral_v<S>);
+}
+Tensor scalar_for(const Tensor& like, double value, bool integral);
+
+inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+inline Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+inline Tensor operator-(const Tensor& a) { return neg(a); }
+template <Scalar S> Tensor operator+(const Tensor& a, S s) { return add(a, scalar_for(a, s)); }
+template <Scalar S> Tensor operator+(S s, const Tensor& a) { return add(scalar_for(a, s), a); }
+template <Scalar S> Tensor operator-(const Tensor& a, S s) { return sub(a, scalar_for(a, s)); }
+template <Scalar S> Tensor operator-(S s, const Tensor& a) { return sub(scalar_for(a, s), a); }
+template <Scalar S> Tensor operator*(const Tensor& a, S s) { return mul(a, scalar_for(a, s)); }
+template <Scalar S> Tensor operator*(S s, const Tensor& a) { return mul(scalar_for(a, s), a); }
+template <Scalar S> Tensor operator/(const Tensor& a, S s) { return div(a, scalar_for(a, s)); }
+template <Scalar S> Tensor operator/(S s, const Tensor& a) { return div(scalar_for(a, s), a); }
+inline Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b); }
+inline Tensor operator!=(const Tensor& a, const Tensor& b) { return ne(a, b); }
+inline Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b); }
+inline Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b); }
+inline Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }
+inline Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }
+template <Scalar S> Tensor operator==(const Tensor& a, S s) { return eq(a, scalar_for(a, s)); }
+template <Scalar S> Tensor operator!=(const Tensor& a, S s) { return ne(a, scalar_for(a, s)); }
+template <Scalar S> Tensor operator<(const Tensor& a, S s) { return lt(a, scalar_for(a, s)); }
+template <Scalar S> Tensor operator<=(const Tensor& a, S s) { return le(a, scalar_for(a, s)); }
+template <Scalar S> Tensor operator>(const Tensor& a, S s) { return gt(a, scalar_for(a, s)); }
+template <Scalar S> Tensor operator>=(const Tensor& a, S s) { return ge(a, scalar_for(a, s)); }
+
+}  // namespace ember

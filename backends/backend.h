@@ -1,0 +1,142 @@
+#pragma once
+// The Backend interface: everything a device must do for Ember, grouped by enums (tinygrad's llops,
+// ggml-backend's vtable) rather than one virtual per op. One instance per DeviceType, found with
+// backend(Device). Backends never broadcast: core hands them views whose broadcast dims have stride 0.
+//
+// Conventions for every entry:
+// - A TensorArg describes a strided view: `data` already points at element 0; strides are in elements.
+// - Inputs and output of one call have the same dtype unless the entry says otherwise (core converts).
+// - Outputs never overlap inputs unless they are the same view of the same memory (in-place ops).
+// - Calls are asynchronous with respect to the host on devices that can be (CUDA); synchronize() waits.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "backends/device.h"
+#include "backends/dtype.h"
+
+namespace ember {
+
+inline constexpr int kMaxDims = 8;
+
+struct TensorArg {
+  void* data = nullptr;
+  DType dtype = DType::f32;
+  int ndim = 0;
+  int64_t shape[kMaxDims] = {};
+  int64_t strides[kMaxDims] = {};
+
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int d = 0; d < ndim; ++d) n *= shape[d];
+    return n;
+  }
+  bool is_contiguous() const {
+    int64_t expected = 1;
+    for (int d = ndim - 1; d >= 0; --d) {
+      if (shape[d] != 1 && strides[d] != expected) return false;
+      expected *= shape[d];
+    }
+    return true;
+  }
+  template <typename T> T* ptr() const { return static_cast<T*>(data); }
+};
+
+// Element-wise ops of one input. `alpha`/`beta` carry the op's scalar parameters where it has some.
+enum class UnaryOp : uint8_t {
+  neg, abs, sign, exp, log, sqrt, rsqrt, tanh, sigmoid, relu, gelu,  // gelu: exact (erf) form
+  square, reciprocal,
+  pow_scalar,  // x^alpha
+  clamp,       // min(max(x, alpha), beta); ±inf for an absent bound
+};
+
+// Element-wise ops of two inputs. Comparisons write b8 outputs; all others write the inputs' dtype.
+// The *_backward ops fuse the derivative of an activation with the incoming gradient:
+// out = grad (first input) * f'(second input), where the second input is x (relu, gelu) or y (tanh,
+// sigmoid: the saved output).
+enum class BinaryOp : uint8_t {
+  add, sub, mul, div, pow, maximum, minimum,
+  eq, ne, lt, le, gt, ge, logical_and, logical_or,
+  relu_backward, gelu_backward, tanh_backward, sigmoid_backward,
+};
+
+constexpr bool is_comparison(BinaryOp op) { return op >= BinaryOp::eq && op <= BinaryOp::logical_or; }
+
+// Names for messages, in enum order.
+constexpr std::string_view op_name(UnaryOp op) {
+  constexpr std::string_view names[] = {"neg", "abs", "sign", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid",
+                                        "relu", "gelu", "square", "reciprocal", "pow", "clamp"};
+  return names[static_cast<int>(op)];
+}
+constexpr std::string_view op_name(BinaryOp op) {
+  constexpr std::string_view names[] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne",
+                                        "lt", "le", "gt", "ge", "logical_and", "logical_or", "relu_backward",
+                                        "gelu_backward", "tanh_backward", "sigmoid_backward"};
+  return names[static_cast<int>(op)];
+}
+
+// Reductions over the dims where the output has size 1 and the input does not (keepdim form).
+enum class ReduceOp : uint8_t { sum, mean, max, min };
+// Index of the max/min along one dim (first occurrence on ties, as PyTorch); i64 output.
+enum class ArgReduceOp : uint8_t { argmax, argmin };
+enum class RandomOp : uint8_t { uniform, normal, bernoulli };
+// gather: out[i][j][k] = in[i][index[i][j][k]][k] (dim = 1). scatter_add: out[i][index[i][j][k]][k] += in[i][j][k].
+enum class IndexOp : uint8_t { gather, scatter_add };
+
+struct MemoryStats {
+  size_t allocated = 0;      // bytes handed out to live tensors
+  size_t peak_allocated = 0; // high-water mark of `allocated` since the last reset
+  size_t reserved = 0;       // bytes held by the allocator (allocated + cached)
+  uint64_t device_allocs = 0; // calls to the system/driver allocator (cache misses)
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual DeviceType type() const = 0;
+
+  // --- memory -----------------------------------------------------------------------------------
+  // Throws ember::Error on out-of-memory with the size requested and what is allocated/reserved.
+  virtual void* allocate(size_t bytes, int device_index) = 0;
+  virtual void deallocate(void* ptr, size_t bytes, int device_index) = 0;
+  virtual MemoryStats memory_stats(int device_index) = 0;
+  virtual void reset_peak_memory_stats(int device_index) = 0;
+  virtual void empty_cache(int device_index) = 0;
+  virtual void synchronize(int device_index) = 0;
+
+  // Strided copy within this device, converting dtype if src and dst differ. dst may be strided.
+  virtual void copy(const TensorArg& src, const TensorArg& dst) = 0;
+  // Raw bytes between this device and the host (to_host: device → host).
+  virtual void copy_bytes_host(void* device_ptr, void* host_ptr, size_t bytes, bool to_host, int device_index) = 0;
+  virtual void fill(const TensorArg& out, double value) = 0;
+
+  // --- element-wise and reductions --------------------------------------------------------------
+  // Float math (exp, log, sqrt, rsqrt, tanh, sigmoid, gelu, pow_scalar, reciprocal) needs f32/f64.
+  virtual void unary(UnaryOp op, const TensorArg& in, const TensorArg& out, double alpha, double beta) = 0;
+  virtual void binary(BinaryOp op, const TensorArg& a, const TensorArg& b, const TensorArg& out) = 0;
+  // out = cond ? a : b; cond is b8, a/b/out share a dtype.
+  virtual void where(const TensorArg& cond, const TensorArg& a, const TensorArg& b, const TensorArg& out) = 0;
+  virtual void reduce(ReduceOp op, const TensorArg& in, const TensorArg& out) = 0;
+  // `out` (i64) has the input's shape with `dim` set to 1.
+  virtual void arg_reduce(ArgReduceOp op, const TensorArg& in, const TensorArg& out, int dim) = 0;
+  // index is i64 with the shape of the iterated tensor (out for gather, in for scatter_add).
+  virtual void index(IndexOp op, const TensorArg& in, const TensorArg& index, const TensorArg& out, int dim) = 0;
+
+  // --- random (counter-based Philox: element i of a call depends only on seed, offset and i) ----
+  // uniform in [a, b); normal with mean a and std b; bernoulli: 1 with probability a. out is contiguous.
+  virtual void random(RandomOp op, const TensorArg& out, uint64_t seed, uint64_t offset, double a, double b) = 0;
+
+  // --- linear algebra ---------------------------------------------------------------------------
+  // out[b] = a[b] @ b[b]: a [B, M, K], b [B, K, N], out [B, M, N] contiguous. Each matrix of a and b must
+  // have a unit stride in one of its two dims (row- or column-major); batch strides are free (0 allowed).
+  virtual void matmul(const TensorArg& a, const TensorArg& b, const TensorArg& out) = 0;
+
+  // A line for logs and ember-devices: what this backend runs on (CPU model, GEMM kernel, threads...).
+  virtual std::string describe() = 0;
+};
+
+// The backend serving `device`. Throws ember::Error when this build or machine cannot serve it.
+Backend& backend(Device device);
+
+}  // namespace ember

@@ -1,0 +1,128 @@
+// unary, binary and where: strided loops around the functors of backends/kernels.h.
+#include <type_traits>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/strided_loop.h"
+#include "backends/kernels.h"
+
+namespace ember::cpu {
+namespace {
+
+template <auto V> using constant = std::integral_constant<decltype(V), V>;
+
+// Calls fn(constant<op>) — turns a runtime enum into a template argument.
+template <typename Fn>
+void dispatch_unary_op(UnaryOp op, Fn&& fn) {
+  switch (op) {
+#define EMBER_CASE(name) case UnaryOp::name: return fn(constant<UnaryOp::name>{});
+    EMBER_CASE(neg) EMBER_CASE(abs) EMBER_CASE(sign) EMBER_CASE(exp) EMBER_CASE(log) EMBER_CASE(sqrt)
+    EMBER_CASE(rsqrt) EMBER_CASE(tanh) EMBER_CASE(sigmoid) EMBER_CASE(relu) EMBER_CASE(gelu)
+    EMBER_CASE(square) EMBER_CASE(reciprocal) EMBER_CASE(pow_scalar) EMBER_CASE(clamp)
+#undef EMBER_CASE
+  }
+}
+
+template <typename Fn>
+void dispatch_binary_op(BinaryOp op, Fn&& fn) {
+  switch (op) {
+#define EMBER_CASE(name) case BinaryOp::name: return fn(constant<BinaryOp::name>{});
+    EMBER_CASE(add) EMBER_CASE(sub) EMBER_CASE(mul) EMBER_CASE(div) EMBER_CASE(pow) EMBER_CASE(maximum)
+    EMBER_CASE(minimum) EMBER_CASE(eq) EMBER_CASE(ne) EMBER_CASE(lt) EMBER_CASE(le) EMBER_CASE(gt)
+    EMBER_CASE(ge) EMBER_CASE(logical_and) EMBER_CASE(logical_or) EMBER_CASE(relu_backward)
+    EMBER_CASE(gelu_backward) EMBER_CASE(tanh_backward) EMBER_CASE(sigmoid_backward)
+#undef EMBER_CASE
+  }
+}
+
+template <typename T>
+constexpr bool is_float_v = std::is_floating_point_v<T>;
+
+template <typename Out, typename In, typename F>
+void unary_loop(const TensorArg& in, const TensorArg& out, F f) {
+  strided_loop<2>({&out, &in}, [f](char** p, const int64_t* s, int64_t n) {
+    if (s[0] == sizeof(Out) && s[1] == sizeof(In)) {
+      Out* o = reinterpret_cast<Out*>(p[0]);
+      const In* x = reinterpret_cast<const In*>(p[1]);
+      for (int64_t i = 0; i < n; ++i) o[i] = f(x[i]);
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        *reinterpret_cast<Out*>(p[0] + i * s[0]) = f(*reinterpret_cast<const In*>(p[1] + i * s[1]));
+    }
+  });
+}
+
+template <typename Out, typename In, typename F>
+void binary_loop(const TensorArg& a, const TensorArg& b, const TensorArg& out, F f) {
+  strided_loop<3>({&out, &a, &b}, [f](char** p, const int64_t* s, int64_t n) {
+    Out* o = reinterpret_cast<Out*>(p[0]);
+    const In* x = reinterpret_cast<const In*>(p[1]);
+    const In* y = reinterpret_cast<const In*>(p[2]);
+    if (s[0] == sizeof(Out) && s[1] == sizeof(In) && s[2] == sizeof(In)) {
+      for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], y[i]);
+    } else if (s[0] == sizeof(Out) && s[1] == sizeof(In) && s[2] == 0) {  // tensor ⊕ broadcast scalar
+      const In yv = *y;
+      for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], yv);
+    } else if (s[0] == sizeof(Out) && s[1] == 0 && s[2] == sizeof(In)) {
+      const In xv = *x;
+      for (int64_t i = 0; i < n; ++i) o[i] = f(xv, y[i]);
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        *reinterpret_cast<Out*>(p[0] + i * s[0]) =
+            f(*reinterpret_cast<const In*>(p[1] + i * s[1]), *reinterpret_cast<const In*>(p[2] + i * s[2]));
+    }
+  });
+}
+
+}  // namespace
+
+void CpuBackend::unary(UnaryOp op, const TensorArg& in, const TensorArg& out, double alpha, double beta) {
+  EMBER_CHECK(in.dtype == out.dtype, "unary: input ", dtype_name(in.dtype), " and output ",
+              dtype_name(out.dtype), " differ");
+  dispatch_unary_op(op, [&](auto op_c) {
+    constexpr UnaryOp kOp = decltype(op_c)::value;
+    dispatch_dtype(in.dtype, "unary", [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (std::is_same_v<T, bool> || (kernels::unary_needs_float(kOp) && !is_float_v<T>)) {
+        detail::throw_error(op_name(kOp), ": not defined for dtype ", dtype_name(in.dtype),
+                            "; convert with .to(DType::f32)");
+      } else {
+        unary_loop<T, T>(in, out, kernels::UnaryFn<kOp, T>{static_cast<T>(alpha), static_cast<T>(beta)});
+      }
+    });
+  });
+}
+
+void CpuBackend::binary(BinaryOp op, const TensorArg& a, const TensorArg& b, const TensorArg& out) {
+  EMBER_CHECK(a.dtype == b.dtype, "binary: inputs ", dtype_name(a.dtype), " and ", dtype_name(b.dtype), " differ");
+  dispatch_binary_op(op, [&](auto op_c) {
+    constexpr BinaryOp kOp = decltype(op_c)::value;
+    dispatch_dtype(a.dtype, "binary", [&](auto tag) {
+      using T = decltype(tag);
+      constexpr bool arithmetic_on_bool = std::is_same_v<T, bool> && !is_comparison(kOp);
+      if constexpr (arithmetic_on_bool || (kernels::binary_needs_float(kOp) && !is_float_v<T>)) {
+        detail::throw_error(op_name(kOp), ": not defined for dtype ", dtype_name(a.dtype));
+      } else {
+        using Out = std::conditional_t<is_comparison(kOp), bool, T>;
+        EMBER_CHECK(out.dtype == dtype_v<Out>, "binary: output dtype ", dtype_name(out.dtype), ", expected ",
+                    dtype_name(dtype_v<Out>));
+        binary_loop<Out, T>(a, b, out, kernels::BinaryFn<kOp, T>{});
+      }
+    });
+  });
+}
+
+void CpuBackend::where(const TensorArg& cond, const TensorArg& a, const TensorArg& b, const TensorArg& out) {
+  EMBER_CHECK(cond.dtype == DType::b8, "where: condition must be bool, got ", dtype_name(cond.dtype));
+  dispatch_dtype(out.dtype, "where", [&](auto tag) {
+    using T = decltype(tag);
+    strided_loop<4>({&out, &cond, &a, &b}, [](char** p, const int64_t* s, int64_t n) {
+      for (int64_t i = 0; i < n; ++i) {
+        const bool c = *reinterpret_cast<const bool*>(p[1] + i * s[1]);
+        *reinterpret_cast<T*>(p[0] + i * s[0]) =
+            c ? *reinterpret_cast<const T*>(p[2] + i * s[2]) : *reinterpret_cast<const T*>(p[3] + i * s[3]);
+      }
+    });
+  });
+}
+
+}  // namespace ember::cpu

@@ -1,0 +1,80 @@
+// Batched GEMM through OpenBLAS. a [B, M, K], b [B, K, N], out [B, M, N] contiguous.
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/openblas.h"
+#include "backends/cpu/parallel.h"
+
+namespace ember::cpu {
+namespace {
+
+// How BLAS sees one matrix of `arg` (dims 1, 2): row-major with leading dim `ld`, maybe transposed.
+struct GemmOperand {
+  int trans;
+  int64_t ld;
+};
+
+GemmOperand gemm_operand(const TensorArg& arg, const char* name) {
+  const int64_t rows = arg.shape[1], cols = arg.shape[2];
+  const int64_t rs = arg.strides[1], cs = arg.strides[2];
+  if (cs == 1 && (rows == 1 || rs >= cols)) return {kNoTrans, rows == 1 ? std::max<int64_t>(cols, 1) : rs};
+  if (rs == 1 && (cols == 1 || cs >= rows)) return {kTrans, cols == 1 ? std::max<int64_t>(rows, 1) : cs};
+  detail::throw_error("matmul: operand ", name, " has strides [", rs, ", ", cs,
+                      "] with no unit stride; make it contiguous first");
+}
+
+template <typename T>
+void naive_gemm(int64_t M, int64_t N, int64_t K, const T* a, int64_t as0, int64_t as1, const T* b, int64_t bs0,
+                int64_t bs1, T* c) {
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      T acc = 0;
+      for (int64_t k = 0; k < K; ++k) acc += a[i * as0 + k * as1] * b[k * bs0 + j * bs1];
+      c[i * N + j] = acc;
+    }
+}
+
+}  // namespace
+
+void CpuBackend::matmul(const TensorArg& a, const TensorArg& b, const TensorArg& out) {
+  EMBER_CHECK(a.ndim == 3 && b.ndim == 3 && out.ndim == 3, "matmul (backend): expected 3-D operands");
+  EMBER_CHECK(a.dtype == b.dtype && a.dtype == out.dtype, "matmul: operand dtypes differ");
+  const int64_t B = out.shape[0], M = out.shape[1], N = out.shape[2], K = a.shape[2];
+  if (B == 0 || M == 0 || N == 0) return;
+  if (K == 0) {
+    fill(out, 0.0);
+    return;
+  }
+  if (a.dtype == DType::i64) {  // no BLAS for integers; rare (index arithmetic), so a plain loop
+    parallel_for(B, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        naive_gemm(M, N, K, a.ptr<int64_t>() + i * a.strides[0], a.strides[1], a.strides[2],
+                   b.ptr<int64_t>() + i * b.strides[0], b.strides[1], b.strides[2], out.ptr<int64_t>() + i * M * N);
+    });
+    return;
+  }
+  const GemmOperand ga = gemm_operand(a, "a"), gb = gemm_operand(b, "b");
+  const Blas& lib = blas();
+  dispatch_floating(a.dtype, "matmul", [&](auto tag) {
+    using T = decltype(tag);
+    const auto one = [&](int64_t i) {
+      const T* pa = a.ptr<T>() + i * a.strides[0];
+      const T* pb = b.ptr<T>() + i * b.strides[0];
+      T* pc = out.ptr<T>() + i * M * N;
+      if constexpr (std::is_same_v<T, float>)
+        lib.sgemm(kRowMajor, ga.trans, gb.trans, M, N, K, 1.0f, pa, ga.ld, pb, gb.ld, 0.0f, pc, N);
+      else
+        lib.dgemm(kRowMajor, ga.trans, gb.trans, M, N, K, 1.0, pa, ga.ld, pb, gb.ld, 0.0, pc, N);
+    };
+    // Many small matrices: one per thread (OpenBLAS runs single-threaded inside a parallel region).
+    // Otherwise: one after another, each using all threads inside OpenBLAS.
+    if (B >= num_threads() && M * N * K < (int64_t{1} << 21)) {
+      parallel_for(B, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) one(i);
+      });
+    } else {
+      enable_flush_denormal_on_this_thread();
+      for (int64_t i = 0; i < B; ++i) one(i);
+    }
+  });
+}
+
+}  // namespace ember::cpu

@@ -1,0 +1,95 @@
+#include "backends/cpu/openblas.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+
+#include "backends/cpu/parallel.h"
+#include "backends/error.h"
+#include "backends/log.h"
+
+namespace ember::cpu {
+namespace {
+
+// The OpenMP build first (one thread pool), then whatever the alternatives system points at.
+constexpr const char* kCandidates[] = {
+    "/usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0",
+    "/usr/lib/aarch64-linux-gnu/openblas-openmp/libopenblas.so.0",
+    "libopenblas.so.0",
+};
+
+Blas load() {
+  Blas b;
+#if defined(__x86_64__)
+  // Must happen before the library's constructor runs, i.e. before dlopen.
+  if (std::getenv("OPENBLAS_CORETYPE") == nullptr && __builtin_cpu_supports("avx512f") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512dq")) {
+    setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
+  }
+#endif
+  void* handle = nullptr;
+  for (const char* path : kCandidates) {
+    handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (handle != nullptr) {
+      b.library = path;
+      break;
+    }
+  }
+  if (handle == nullptr) {
+    b.error = "OpenBLAS not found (tried the OpenMP build and libopenblas.so.0); install it with "
+              "'apt-get install libopenblas0-openmp' or run scripts/setup.sh";
+    return b;
+  }
+  b.sgemm = reinterpret_cast<decltype(b.sgemm)>(dlsym(handle, "cblas_sgemm"));
+  b.dgemm = reinterpret_cast<decltype(b.dgemm)>(dlsym(handle, "cblas_dgemm"));
+  b.set_num_threads = reinterpret_cast<decltype(b.set_num_threads)>(dlsym(handle, "openblas_set_num_threads"));
+  b.get_corename = reinterpret_cast<decltype(b.get_corename)>(dlsym(handle, "openblas_get_corename"));
+  b.get_parallel = reinterpret_cast<decltype(b.get_parallel)>(dlsym(handle, "openblas_get_parallel"));
+  if (b.sgemm == nullptr || b.dgemm == nullptr) {
+    b.error = b.library + " has no cblas_sgemm/cblas_dgemm; install libopenblas0-openmp";
+    b.sgemm = nullptr;
+    b.dgemm = nullptr;
+    return b;
+  }
+  if (b.set_num_threads != nullptr) b.set_num_threads(num_threads());
+  const std::string core = b.get_corename != nullptr ? b.get_corename() : "unknown";
+  const int parallel = b.get_parallel != nullptr ? b.get_parallel() : -1;
+  log().debug("GEMM: OpenBLAS {} kernels, {} threading, {} threads ({})", core,
+              parallel == 2 ? "OpenMP" : parallel == 1 ? "pthreads" : "no", num_threads(), b.library);
+  if (parallel == 1) {
+    log().warn("OpenBLAS is the pthreads build: its thread pool and Ember's both spin, which can halve "
+               "throughput; install libopenblas0-openmp (scripts/setup.sh does)");
+  }
+#if defined(__x86_64__)
+  if ((core == "Prescott" || core == "Core2" || core == "Nehalem") && __builtin_cpu_supports("avx2")) {
+    log().warn("OpenBLAS runs its {} kernels on a CPU with AVX2 (OPENBLAS_CORETYPE={}); GEMM will be several "
+               "times slower than it could be; unset OPENBLAS_CORETYPE", core,
+               std::getenv("OPENBLAS_CORETYPE") ? std::getenv("OPENBLAS_CORETYPE") : "unset");
+  }
+#endif
+  return b;
+}
+
+const Blas& loaded() {
+  static const Blas b = load();
+  return b;
+}
+
+}  // namespace
+
+const Blas& blas() {
+  const Blas& b = loaded();
+  EMBER_CHECK(b.error.empty(), "matmul (cpu): ", b.error);
+  return b;
+}
+
+std::string blas_description() {
+  const Blas& b = loaded();
+  if (!b.error.empty()) return b.error;
+  const int parallel = b.get_parallel != nullptr ? b.get_parallel() : -1;
+  return "OpenBLAS " + std::string(b.get_corename != nullptr ? b.get_corename() : "?") + " kernels (" +
+         (parallel == 2 ? "OpenMP" : parallel == 1 ? "pthreads" : "sequential") + "), " + b.library;
+}
+
+}  // namespace ember::cpu

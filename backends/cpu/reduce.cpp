@@ -1,0 +1,176 @@
+// reduce and arg_reduce. Input dims split into kept dims (size in the output) and reduced dims (size 1 in
+// the output). Many outputs: threads split the outputs. Few outputs (a full sum): threads split the
+// reduced range into fixed-size chunks whose partial results are combined in chunk order, so the result
+// does not depend on the number of threads.
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/strided_loop.h"
+#include "backends/kernels.h"
+
+namespace ember::cpu {
+namespace {
+
+struct ReductionPlan {
+  TensorArg reduced;  // the reduced dims of the input, data = element 0 of the first output's slice
+  int kept_ndim = 0;
+  int64_t kept_shape[kMaxDims] = {};
+  int64_t in_kept_strides[kMaxDims] = {};   // elements
+  int64_t out_kept_strides[kMaxDims] = {};  // elements
+  int64_t num_outputs = 1;
+
+  ReductionPlan(const TensorArg& in, const TensorArg& out) {
+    EMBER_CHECK(in.ndim == out.ndim, "reduce: output must have the input's rank (keepdim form)");
+    reduced.data = in.data;
+    reduced.dtype = in.dtype;
+    for (int d = 0; d < in.ndim; ++d) {
+      if (out.shape[d] == in.shape[d]) {
+        if (in.shape[d] == 1) continue;
+        kept_shape[kept_ndim] = in.shape[d];
+        in_kept_strides[kept_ndim] = in.strides[d];
+        out_kept_strides[kept_ndim] = out.strides[d];
+        ++kept_ndim;
+        num_outputs *= in.shape[d];
+      } else {
+        EMBER_CHECK(out.shape[d] == 1, "reduce: output dim ", d, " is ", out.shape[d], ", expected 1 or ", in.shape[d]);
+        reduced.shape[reduced.ndim] = in.shape[d];
+        reduced.strides[reduced.ndim] = in.strides[d];
+        ++reduced.ndim;
+      }
+    }
+  }
+
+  // Element offsets (input, output) of output number o (row-major over the kept dims).
+  void offsets(int64_t o, int64_t& in_off, int64_t& out_off) const {
+    in_off = 0;
+    out_off = 0;
+    for (int d = kept_ndim - 1; d >= 0; --d) {
+      const int64_t i = o % kept_shape[d];
+      o /= kept_shape[d];
+      in_off += i * in_kept_strides[d];
+      out_off += i * out_kept_strides[d];
+    }
+  }
+};
+
+// Reduces elements [begin, end) (linear, row-major) of the reduced sub-view starting at `base`.
+template <ReduceOp op, typename T, typename Acc>
+Acc reduce_range(StridedOperands<1> ops, char* base, int64_t begin, int64_t end) {
+  ops.base[0] = base;
+  const kernels::ReduceFn<op, Acc> f;
+  Acc acc = f.identity();
+  for_each_run(ops, begin, end, [&](char** p, const int64_t* s, int64_t n) {
+    const T* x = reinterpret_cast<const T*>(p[0]);
+    if constexpr (op == ReduceOp::sum || op == ReduceOp::mean) {
+      Acc partial = 0;
+      if (s[0] == sizeof(T)) {
+#pragma omp simd reduction(+ : partial)
+        for (int64_t i = 0; i < n; ++i) partial += static_cast<Acc>(x[i]);
+      } else {
+        for (int64_t i = 0; i < n; ++i) partial += static_cast<Acc>(*reinterpret_cast<const T*>(p[0] + i * s[0]));
+      }
+      acc += partial;
+    } else {
+      for (int64_t i = 0; i < n; ++i) acc = f(acc, static_cast<Acc>(*reinterpret_cast<const T*>(p[0] + i * s[0])));
+    }
+  });
+  return acc;
+}
+
+template <ReduceOp op, typename T>
+void reduce_impl(const TensorArg& in, const TensorArg& out) {
+  using Acc = typename kernels::ReduceAcc<op, T>::type;
+  const ReductionPlan plan(in, out);
+  const StridedOperands<1> ops({&plan.reduced});
+  const int64_t count = plan.reduced.numel();
+  const kernels::ReduceFn<op, Acc> f;
+  const auto finish = [count](Acc acc) {
+    if constexpr (op == ReduceOp::mean) return static_cast<T>(acc / static_cast<Acc>(count));
+    return static_cast<T>(acc);
+  };
+  char* const in_base = static_cast<char*>(in.data);
+  T* const out_base = static_cast<T*>(out.data);
+  EMBER_CHECK(count > 0 || (op != ReduceOp::max && op != ReduceOp::min),
+              "max/min: cannot reduce over an empty dim (no identity); the input has 0 elements there");
+
+  if (plan.num_outputs >= num_threads() || count < kGrainSize) {
+    parallel_for(plan.num_outputs, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(count, 1)),
+                 [&](int64_t begin, int64_t end) {
+                   for (int64_t o = begin; o < end; ++o) {
+                     int64_t in_off, out_off;
+                     plan.offsets(o, in_off, out_off);
+                     out_base[out_off] = finish(reduce_range<op, T, Acc>(ops, in_base + in_off * sizeof(T), 0, count));
+                   }
+                 });
+    return;
+  }
+  // Few outputs, long reductions: split each reduction into fixed chunks.
+  constexpr int64_t kChunk = 1 << 16;
+  const int64_t chunks = (count + kChunk - 1) / kChunk;
+  std::vector<Acc> partial(static_cast<size_t>(chunks));
+  for (int64_t o = 0; o < plan.num_outputs; ++o) {
+    int64_t in_off, out_off;
+    plan.offsets(o, in_off, out_off);
+    parallel_for(chunks, 2, [&](int64_t begin, int64_t end) {
+      for (int64_t c = begin; c < end; ++c)
+        partial[c] = reduce_range<op, T, Acc>(ops, in_base + in_off * sizeof(T), c * kChunk,
+                                              std::min(count, (c + 1) * kChunk));
+    });
+    Acc acc = f.identity();
+    for (int64_t c = 0; c < chunks; ++c) acc = f(acc, partial[c]);
+    out_base[out_off] = finish(acc);
+  }
+}
+
+}  // namespace
+
+void CpuBackend::reduce(ReduceOp op, const TensorArg& in, const TensorArg& out) {
+  EMBER_CHECK(in.dtype == out.dtype, "reduce: input and output dtypes differ");
+  dispatch_dtype(in.dtype, "reduce", [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, bool>) {
+      detail::throw_error("reduce: not defined for bool tensors; convert with .to(DType::i64)");
+    } else {
+      switch (op) {
+        case ReduceOp::sum: return reduce_impl<ReduceOp::sum, T>(in, out);
+        case ReduceOp::mean: return reduce_impl<ReduceOp::mean, T>(in, out);
+        case ReduceOp::max: return reduce_impl<ReduceOp::max, T>(in, out);
+        case ReduceOp::min: return reduce_impl<ReduceOp::min, T>(in, out);
+      }
+    }
+  });
+}
+
+void CpuBackend::arg_reduce(ArgReduceOp op, const TensorArg& in, const TensorArg& out, int dim) {
+  EMBER_CHECK(out.dtype == DType::i64, "arg_reduce: output must be i64");
+  EMBER_CHECK(in.shape[dim] > 0, "argmax/argmin: dim ", dim, " has size 0");
+  dispatch_dtype(in.dtype, "arg_reduce", [&](auto tag) {
+    using T = decltype(tag);
+    TensorArg kept_out = out;  // same shape as in, with `dim` = 1
+    const ReductionPlan plan(in, kept_out);
+    const int64_t len = in.shape[dim], stride = in.strides[dim];
+    const T* in_base = static_cast<const T*>(in.data);
+    int64_t* out_base = static_cast<int64_t*>(out.data);
+    const bool is_max = op == ArgReduceOp::argmax;
+    parallel_for(plan.num_outputs, std::max<int64_t>(1, kGrainSize / len), [&](int64_t begin, int64_t end) {
+      for (int64_t o = begin; o < end; ++o) {
+        int64_t in_off, out_off;
+        plan.offsets(o, in_off, out_off);
+        const T* x = in_base + in_off;
+        int64_t best = 0;
+        T best_v = x[0];
+        for (int64_t i = 1; i < len && !kernels::m_isnan(best_v); ++i) {
+          const T v = x[i * stride];
+          // strictly better only: the first of equal values wins; NaN counts as the maximum (and minimum)
+          if ((is_max ? v > best_v : v < best_v) || kernels::m_isnan(v)) {
+            best = i;
+            best_v = v;
+          }
+        }
+        out_base[out_off] = best;
+      }
+    });
+  });
+}
+
+}  // namespace ember::cpu

@@ -1,0 +1,57 @@
+// CUDA device queries through the runtime API. Plain C++ (no kernels): compiled with the host compiler
+// and linked against cudart, so a CUDA build still runs on a machine without a GPU or driver.
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+#include "backends/cuda_info.h"
+
+namespace ember::cuda {
+namespace {
+
+struct Probe {
+  int count = 0;
+  std::string reason;
+};
+
+const Probe& probe() {
+  static const Probe p = [] {
+    Probe r;
+    const cudaError_t err = cudaGetDeviceCount(&r.count);
+    if (err == cudaSuccess && r.count > 0) return r;
+    r.count = 0;
+    switch (err) {
+      case cudaSuccess:
+      case cudaErrorNoDevice:
+        r.reason = "no CUDA GPU is present on this machine (the driver reports 0 devices); use --device cpu";
+        break;
+      case cudaErrorInsufficientDriver: {
+        int driver = 0, runtime = 0;
+        cudaDriverGetVersion(&driver);
+        cudaRuntimeGetVersion(&runtime);
+        r.reason = driver == 0
+                       ? "no NVIDIA driver is installed (libcuda.so not found); install the driver or use --device cpu"
+                       : "the NVIDIA driver (CUDA " + std::to_string(driver / 1000) + "." +
+                             std::to_string(driver % 1000 / 10) + ") is too old for this build's CUDA runtime (" +
+                             std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10) +
+                             "); update the driver or use --device cpu";
+        break;
+      }
+      default:
+        r.reason = std::string("CUDA is unusable: ") + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) +
+                   "); use --device cpu";
+    }
+    cudaGetLastError();  // clear the sticky error state of the failed query
+    return r;
+  }();
+  return p;
+}
+
+}  // namespace
+
+bool built_with_cuda() { return true; }
+bool is_available() { return probe().count > 0; }
+int device_count() { return probe().count; }
+std::string unavailable_reason() { return probe().reason; }
+
+}  // namespace ember::cuda

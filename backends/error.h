@@ -1,0 +1,31 @@
+#pragma once
+// ember::Error — the one exception type Ember throws. Messages name the op, the values involved and what
+// the user can do about it.
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace ember {
+
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& message) : std::runtime_error(message) {}
+};
+
+namespace detail {
+template <typename... Args>
+[[noreturn]] void throw_error(Args&&... args) {
+  std::ostringstream out;
+  (out << ... << std::forward<Args>(args));
+  throw Error(out.str());
+}
+}  // namespace detail
+
+}  // namespace ember
+
+// EMBER_CHECK(cond, "op: ", what, "; do this") — throws ember::Error built from the streamed pieces.
+#define EMBER_CHECK(cond, ...)                                   \
+  do {                                                           \
+    if (!(cond)) [[unlikely]] ::ember::detail::throw_error(__VA_ARGS__); \
+  } while (0)

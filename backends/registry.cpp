@@ -1,0 +1,47 @@
+// Device parsing and the DeviceType → Backend table.
+#include <charconv>
+
+#include "backends/backend.h"
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cuda_info.h"
+#include "backends/log.h"
+
+namespace ember {
+
+std::string Device::str() const { return is_cpu() ? "cpu" : "cuda:" + std::to_string(index); }
+
+Device Device::parse(std::string_view text) {
+  if (text == "cpu") return kCPU;
+  if (text == "auto") {
+    if (cuda::is_available()) {
+      log().info("device auto: using cuda:0 ({} GPU(s) found)", cuda::device_count());
+      return Device(DeviceType::CUDA, 0);
+    }
+    log().info("device auto: using cpu ({})", cuda::unavailable_reason());
+    return kCPU;
+  }
+  if (text.substr(0, 4) == "cuda") {
+    int index = 0;
+    if (text.size() > 4) {
+      const std::string_view num = text.substr(5);
+      const auto [end, ec] = std::from_chars(num.data(), num.data() + num.size(), index);
+      EMBER_CHECK(text[4] == ':' && !num.empty() && ec == std::errc() && end == num.data() + num.size() && index >= 0,
+                  "device '", text, "' is not a device; expected cpu, cuda, cuda:N (N >= 0) or auto");
+    }
+    EMBER_CHECK(cuda::is_available(), "device '", text, "' requested, but ", cuda::unavailable_reason());
+    EMBER_CHECK(index < cuda::device_count(), "device '", text, "' requested, but this machine has ",
+                cuda::device_count(), " GPU(s): valid indices are 0..", cuda::device_count() - 1);
+    return Device(DeviceType::CUDA, index);
+  }
+  detail::throw_error("device '", text, "' is not a device; expected cpu, cuda, cuda:N or auto");
+}
+
+Backend& backend(Device device) {
+  if (device.is_cpu()) return cpu::cpu_backend();
+  EMBER_CHECK(cuda::is_available(), "device ", device.str(), ": ", cuda::unavailable_reason());
+  detail::throw_error("device ", device.str(),
+                      ": the CUDA backend (kernels, cuBLAS, cuDNN) is not implemented yet in this version of "
+                      "Ember — only device queries are; use --device cpu");
+}
+
+}  // namespace ember

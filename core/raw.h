@@ -1,0 +1,76 @@
+#pragma once
+// Forward-only tensor operations: compute through the Backend and record nothing. The user-facing ops
+// (autograd/ops.h, Tensor methods) are built on these; code inside core/ and the backward formulas use
+// them directly. Shapes, dtypes and devices are checked here, with errors that name the op.
+#include <tuple>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace ember::raw {
+
+// --- views (share storage; no data moves) ---------------------------------------------------------
+Tensor as_strided(const Tensor& t, const Shape& shape, const Shape& strides, int64_t offset);
+Tensor reshape(const Tensor& t, const Shape& shape);  // view if possible, else copy
+Tensor view(const Tensor& t, const Shape& shape);     // view or throw
+Tensor permute(const Tensor& t, const Shape& dims);
+Tensor transpose(const Tensor& t, int64_t dim0, int64_t dim1);
+Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length);
+Tensor slice(const Tensor& t, int64_t dim, int64_t start, int64_t end, int64_t step);
+Tensor select(const Tensor& t, int64_t dim, int64_t index);
+Tensor expand(const Tensor& t, const Shape& shape);
+Tensor squeeze(const Tensor& t);
+Tensor squeeze(const Tensor& t, int64_t dim);
+Tensor unsqueeze(const Tensor& t, int64_t dim);
+Tensor flatten(const Tensor& t, int64_t start_dim, int64_t end_dim);
+
+// --- copies and conversion --------------------------------------------------------------------------
+Tensor contiguous(const Tensor& t);
+Tensor clone(const Tensor& t);
+Tensor to(const Tensor& t, DType dtype);
+Tensor to(const Tensor& t, Device device);
+// dst ← src (src broadcast to dst's shape, dtype converted, devices crossed). Bumps dst's version.
+void copy_(const Tensor& dst, const Tensor& src);
+void fill_(const Tensor& t, double value);
+
+// --- broadcasting and type promotion -------------------------------------------------------------
+// NumPy rules; throws naming `op` and both shapes when they do not broadcast.
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
+// PyTorch's result_type for two tensors: larger category wins (bool < integer < floating); within a
+// category, a dimensioned tensor's dtype wins over a 0-d one's; otherwise the larger dtype.
+DType result_type(const Tensor& a, const Tensor& b);
+// Throws "<op>: tensors on different devices: cpu and cuda:0; move one with .to(...)".
+void check_same_device(const Tensor& a, const Tensor& b, const char* op);
+
+// --- element-wise ----------------------------------------------------------------------------------
+Tensor unary(UnaryOp op, const Tensor& t, double alpha = 0, double beta = 0);
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b);  // broadcasts and promotes
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+// a ⊕= b in place (b broadcast to a's shape, converted to a's dtype). Bumps a's version.
+void binary_(BinaryOp op, const Tensor& a, const Tensor& b);
+// A 0-d tensor holding `value` with the dtype a C++ scalar of that kind gets next to `like`:
+// like's dtype when it is floating or `value` is integral, else f32.
+Tensor scalar_like(const Tensor& like, double value, bool value_is_integral);
+
+// --- reductions ------------------------------------------------------------------------------------
+// Empty `dims` means all dims. Sum/mean of bool or i64 accumulate in i64 (mean: f32).
+Tensor reduce(ReduceOp op, const Tensor& t, const Shape& dims, bool keepdim);
+Tensor arg_reduce(ArgReduceOp op, const Tensor& t, int64_t dim, bool keepdim);
+
+// --- linear algebra, joining, indexing -------------------------------------------------------------
+// torch.matmul: 1-D operands are promoted (and the added dim removed); batch dims broadcast.
+Tensor matmul(const Tensor& a, const Tensor& b);
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim);
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim);
+Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index);
+Tensor gather(const Tensor& t, int64_t dim, const Tensor& index);
+// A tensor of `shape` filled with zeros, then out[... index ...] += src along dim.
+Tensor scatter_add(const Shape& shape, int64_t dim, const Tensor& index, const Tensor& src);
+
+// --- random -------------------------------------------------------------------------------------------
+void random_(const Tensor& t, RandomOp op, double a, double b, Generator* gen);
+
+// A new contiguous tensor, uninitialised.
+Tensor empty(const Shape& shape, DType dtype, Device device);
+
+}  // namespace ember::raw

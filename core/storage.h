@@ -1,0 +1,35 @@
+#pragma once
+// Storage: one allocation on one device, shared by every tensor that views it.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "backends/device.h"
+
+namespace ember {
+
+class Storage {
+ public:
+  // Allocates `bytes` on `device` through its Backend (cached: no system call per tensor).
+  Storage(size_t bytes, Device device);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() const { return data_; }
+  size_t nbytes() const { return bytes_; }
+  Device device() const { return device_; }
+
+  // Bumped by every in-place write; shared by all views. Autograd compares it against the value saved
+  // with a tensor to detect a modification that would make a backward pass silently wrong.
+  uint64_t version() const { return version_; }
+  void bump_version() { ++version_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+  Device device_;
+  uint64_t version_ = 0;
+};
+
+}  // namespace ember

@@ -1,0 +1,188 @@
+#pragma once
+// Tensor: a cheap handle (shared ownership) to a strided view of a Storage, plus autograd fields.
+// Copying a Tensor shares data; use clone() for a deep copy.
+//
+// Layering (DESIGN.md): this header is core/. The methods below that compute or make views are
+// user-facing ops: they are *defined* in autograd/ (autograd/ops.cpp), because they record the graph.
+// Code inside core/ must not call them — it uses the forward-only ember::raw:: functions (core/raw.h).
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "backends/backend.h"
+#include "core/generator.h"
+#include "core/shape.h"
+#include "core/storage.h"
+
+namespace ember {
+
+namespace autograd {
+class Node;
+}
+
+struct TensorOptions {
+  DType dtype = DType::f32;
+  Device device = kCPU;
+  bool requires_grad = false;
+};
+
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  Shape shape;
+  Shape strides;       // in elements
+  int64_t offset = 0;  // in elements, from storage->data()
+  DType dtype = DType::f32;
+
+  // autograd
+  bool requires_grad = false;
+  std::shared_ptr<TensorImpl> grad;
+  std::shared_ptr<autograd::Node> grad_fn;
+  uint32_t output_nr = 0;  // which output of grad_fn this tensor is
+};
+
+class Tensor {
+ public:
+  Tensor() = default;  // an undefined tensor (no storage); most calls on it throw
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // --- metadata ---------------------------------------------------------------------------------
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& shape() const { return impl().shape; }
+  const Shape& strides() const { return impl().strides; }
+  int dim() const { return impl().shape.size(); }
+  int64_t size(int64_t dim) const;    // negative dims count from the end
+  int64_t stride(int64_t dim) const;
+  int64_t numel() const { return impl().shape.numel(); }
+  int64_t offset() const { return impl().offset; }
+  DType dtype() const { return impl().dtype; }
+  Device device() const { return impl().storage->device(); }
+  size_t element_size() const { return dtype_size(dtype()); }
+  bool is_contiguous() const;
+  // True when both handles view the same storage (whatever the view).
+  bool shares_storage(const Tensor& other) const { return impl().storage == other.impl().storage; }
+
+  // --- data access --------------------------------------------------------------------------------
+  // Pointer to element 0. data<T>() checks that T matches the dtype and that the tensor is on the CPU.
+  void* data_ptr() const;
+  template <typename T> T* data() const;
+  // The value of a one-element tensor, converted to T (copies from the GPU if needed).
+  template <typename T> T item() const;
+  // All elements in row-major order, converted to T (copies from the GPU if needed).
+  template <typename T> std::vector<T> to_vector() const;
+  std::string str() const;  // values, shape, dtype and device, as operator<< prints them
+  // The descriptor the Backend works on.
+  TensorArg arg() const;
+
+  // --- conversion -------------------------------------------------------------------------------
+  Tensor contiguous() const;   // this tensor if already contiguous, else a contiguous copy
+  Tensor clone() const;        // always a contiguous copy
+  Tensor to(Device device) const;  // this tensor if already there
+  Tensor to(DType dtype) const;    // this tensor if already that dtype
+
+  // --- views (share storage) ------------------------------------------------------------------------
+  // reshape: a view when the strides allow it, else a copy. view: always a view, throws otherwise.
+  // One size may be -1 (inferred).
+  Tensor reshape(const Shape& shape) const;
+  Tensor view(const Shape& shape) const;
+  Tensor permute(const Shape& dims) const;
+  Tensor transpose(int64_t dim0, int64_t dim1) const;
+  Tensor t() const;  // 2-D transpose
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  // Python's t[start:end:step] along `dim`; start/end are clamped and may be negative.
+  Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
+  Tensor select(int64_t dim, int64_t index) const;  // removes `dim`
+  Tensor expand(const Shape& shape) const;          // -1 keeps a size; new leading dims allowed
+  Tensor expand_as(const Tensor& other) const { return expand(other.shape()); }
+  Tensor squeeze() const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+
+  // --- math (each is the free function of the same name in autograd/ops.h) -----------------------
+  Tensor neg() const;
+  Tensor abs() const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor sqrt() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+  Tensor gelu() const;
+  Tensor pow(double exponent) const;
+  Tensor clamp(double min, double max) const;
+  Tensor sum() const;
+  Tensor sum(const Shape& dims, bool keepdim = false) const;
+  Tensor mean() const;
+  Tensor mean(const Shape& dims, bool keepdim = false) const;
+  Tensor max() const;
+  Tensor min() const;
+  Tensor argmax(int64_t dim, bool keepdim = false) const;
+  Tensor argmin(int64_t dim, bool keepdim = false) const;
+  Tensor matmul(const Tensor& other) const;
+
+  // --- in-place (bump the version counter) ----------------------------------------------------------
+  Tensor& fill_(double value);
+  Tensor& zero_() { return fill_(0.0); }
+  Tensor& copy_(const Tensor& src);  // broadcasts src to this shape, converts dtype, crosses devices
+  Tensor& add_(const Tensor& other);
+  Tensor& mul_(double value);
+
+  // --- autograd -----------------------------------------------------------------------------------
+  bool requires_grad() const { return impl().requires_grad; }
+  Tensor& requires_grad_(bool on = true);
+  // The accumulated gradient of a leaf (undefined until a backward reaches it).
+  Tensor grad() const { return Tensor(impl().grad); }
+  void set_grad(const Tensor& g) { impl().grad = g.impl_; }
+  const std::shared_ptr<autograd::Node>& grad_fn() const { return impl().grad_fn; }
+  bool is_leaf() const { return impl().grad_fn == nullptr; }
+
+  TensorImpl& impl() const;  // throws on an undefined tensor
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+std::ostream& operator<<(std::ostream& out, const Tensor& t);
+
+// --- factories (core/factories.cpp) ---------------------------------------------------------------
+Tensor empty(const Shape& shape, TensorOptions options = {});
+Tensor zeros(const Shape& shape, TensorOptions options = {});
+Tensor ones(const Shape& shape, TensorOptions options = {});
+Tensor full(const Shape& shape, double value, TensorOptions options = {});
+// A 0-d tensor holding `value`.
+Tensor scalar_tensor(double value, TensorOptions options = {});
+// [0, end) and [start, end) by `step`, in options.dtype (f32 unless given; pass i64 for indices).
+Tensor arange(double end, TensorOptions options = {});
+Tensor arange(double start, double end, double step, TensorOptions options = {});
+// Uniform in [0, 1), and standard normal. `gen` defaults to default_generator().
+Tensor rand(const Shape& shape, TensorOptions options = {}, Generator* gen = nullptr);
+Tensor randn(const Shape& shape, TensorOptions options = {}, Generator* gen = nullptr);
+// Copies `values` (row-major) into a new tensor of `shape` (default: 1-D). The dtype is T's unless
+// options.dtype differs, in which case values are converted.
+template <typename T>
+Tensor from_vector(const std::vector<T>& values, const Shape& shape, TensorOptions options);
+template <typename T>
+Tensor from_vector(const std::vector<T>& values, const Shape& shape) {
+  return from_vector(values, shape, TensorOptions{.dtype = dtype_v<T>});
+}
+template <typename T>
+Tensor from_vector(const std::vector<T>& values) {
+  return from_vector(values, Shape{static_cast<int64_t>(values.size())});
+}
+// Copies `shape.numel()` elements from a C array.
+template <typename T>
+Tensor from_data(const T* data, const Shape& shape, TensorOptions options = {.dtype = dtype_v<T>});
+
+// The *_like factories take shape, dtype and device from `t` (never requires_grad).
+Tensor empty_like(const Tensor& t);
+Tensor zeros_like(const Tensor& t);
+Tensor ones_like(const Tensor& t);
+Tensor full_like(const Tensor& t, double value);
+Tensor rand_like(const Tensor& t, Generator* gen = nullptr);
+Tensor randn_like(const Tensor& t, Generator* gen = nullptr);
+
+}  // namespace ember

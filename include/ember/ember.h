@@ -1,0 +1,14 @@
+#pragma once
+// Everything a user program needs: #include <ember/ember.h>
+#include "autograd/ops.h"
+#include "backends/cuda_info.h"
+#include "backends/log.h"
+#include "core/tensor.h"
+
+namespace ember {
+// Memory statistics of a device's allocator (bytes).
+inline MemoryStats memory_stats(Device device = kCPU) { return backend(device).memory_stats(device.index); }
+inline void empty_cache(Device device = kCPU) { backend(device).empty_cache(device.index); }
+// One line on what the device runs with (CPU model, SIMD, threads, GEMM kernel).
+inline std::string describe(Device device = kCPU) { return backend(device).describe(); }
+}  // namespace ember
