@@ -139,4 +139,8 @@ class Backend {
 // The backend serving `device`. Throws ember::Error when this build or machine cannot serve it.
 Backend& backend(Device device);
 
+// Testing only: serve `type` with `b` (nullptr restores the default). Lets tests run core's cross-device
+// paths and error messages with a CPU-backed stand-in for CUDA on machines without a GPU.
+void set_backend_override(DeviceType type, Backend* b);
+
 }  // namespace ember

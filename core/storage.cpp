@@ -7,7 +7,8 @@
 namespace ember {
 
 Storage::Storage(size_t bytes, Device device) : bytes_(bytes), device_(device) {
-  if (bytes > 0) data_ = backend(device).allocate(bytes, device.index);
+  Backend& b = backend(device);  // even for 0 bytes: a device this build cannot serve fails here
+  if (bytes > 0) data_ = b.allocate(bytes, device.index);
 }
 
 Storage::~Storage() {
