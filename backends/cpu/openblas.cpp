@@ -2,7 +2,9 @@
 
 #include <dlfcn.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <vector>
 
 #include "backends/cpu/parallel.h"
 #include "backends/error.h"
@@ -18,16 +20,58 @@ constexpr const char* kCandidates[] = {
     "libopenblas.so.0",
 };
 
+// A small GEMM with awkward sizes against a plain loop: some OpenBLAS kernels compute wrong results on
+// CPUs they were not written for, so a kernel Ember chose is checked before it is trusted.
+template <typename T, typename Gemm>
+bool gemm_is_correct(Gemm gemm) {
+  constexpr int M = 37, N = 29, K = 67;
+  std::vector<T> a(M * K), b(K * N), c(M * N, T(-1)), ref(M * N, T(0));
+  for (int i = 0; i < M * K; ++i) a[i] = T((i * 7 % 13) - 6) / T(8);
+  for (int i = 0; i < K * N; ++i) b[i] = T((i * 5 % 11) - 5) / T(4);
+  for (int i = 0; i < M; ++i)
+    for (int k = 0; k < K; ++k)
+      for (int j = 0; j < N; ++j) ref[i * N + j] += a[i * K + k] * b[k * N + j];
+  gemm(kRowMajor, kNoTrans, kNoTrans, M, N, K, T(1), a.data(), K, b.data(), N, T(0), c.data(), N);
+  for (int i = 0; i < M * N; ++i)
+    if (!(std::abs(c[i] - ref[i]) <= T(1e-3) * (T(1) + std::abs(ref[i])))) return false;
+  return true;
+}
+
+Blas load_once(const char* coretype);
+
 Blas load() {
-  Blas b;
+  const char* user = std::getenv("OPENBLAS_CORETYPE");
 #if defined(__x86_64__)
   // Must happen before the library's constructor runs, i.e. before dlopen.
-  if (std::getenv("OPENBLAS_CORETYPE") == nullptr && __builtin_cpu_supports("avx512f") &&
-      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512dq")) {
-    setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
+  if (user == nullptr && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
+    Blas b = load_once("SkylakeX");
+    if (!b.error.empty() || (gemm_is_correct<float>(b.sgemm) && gemm_is_correct<double>(b.dgemm))) return b;
+    log().warn("OpenBLAS SkylakeX kernels failed the start-up check on this CPU; using its own choice instead");
+    unsetenv("OPENBLAS_CORETYPE");
   }
 #endif
+  Blas b = load_once(nullptr);
+  if (b.error.empty() && !(gemm_is_correct<float>(b.sgemm) && gemm_is_correct<double>(b.dgemm))) {
+    b.error = "OpenBLAS (" + b.library + ", " + (b.get_corename ? b.get_corename() : std::string("?")) +
+              " kernels) computes wrong GEMM results on this CPU; set OPENBLAS_CORETYPE to an older kernel "
+              "family (e.g. Haswell) and retry";
+    b.sgemm = nullptr;
+    b.dgemm = nullptr;
+  }
+  return b;
+}
+
+// Loads the library with OPENBLAS_CORETYPE set to `coretype` (when not null); a previous load of the same
+// library is closed first so its constructor reads the variable again.
+Blas load_once(const char* coretype) {
+  static void* previous = nullptr;
+  if (previous != nullptr) {
+    dlclose(previous);
+    previous = nullptr;
+  }
+  if (coretype != nullptr) setenv("OPENBLAS_CORETYPE", coretype, 1);
+  Blas b;
   void* handle = nullptr;
   for (const char* path : kCandidates) {
     handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -36,6 +80,7 @@ Blas load() {
       break;
     }
   }
+  previous = handle;
   if (handle == nullptr) {
     b.error = "OpenBLAS not found (tried the OpenMP build and libopenblas.so.0); install it with "
               "'apt-get install libopenblas0-openmp' or run scripts/setup.sh";

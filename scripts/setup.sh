@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs, with apt-get, whatever Ember needs that this Debian machine lacks. Safe to rerun: it installs
+# nothing when everything is present. The CUDA toolkit and cuDNN are not Debian packages: when present
+# (/usr/local/cuda) the build uses them, otherwise it builds CPU-only.
+set -euo pipefail
+
+packages=(
+  cmake g++ make ccache pkg-config
+  libspdlog-dev libfmt-dev      # logging
+  libyaml-cpp-dev libcli11-dev  # the apps: configs and command lines
+  nlohmann-json3-dev            # safetensors headers
+  zlib1g-dev                    # gzip'd IDX datasets
+  libopenblas0-openmp           # GEMM, the OpenMP build (one thread pool with Ember's)
+  libgtest-dev libbenchmark-dev # tests and microbenchmarks
+  dataset-fashion-mnist         # the default training data (/usr/share/datasets/fashion-mnist)
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then missing+=("$p"); fi
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=()
+  [[ $(id -u) -ne 0 ]] && sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "setup: all dependencies present"
+fi

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The README's test command: installs what is missing, builds, runs the test suite, runs the CPU tests
+# again under AddressSanitizer + UndefinedBehaviorSanitizer, then installs Ember and builds the consumer
+# example against the installed package. Exits non-zero on the first failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+
+scripts/setup.sh
+
+echo "== build (Release) =="
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j"$jobs"
+echo "== tests =="
+ctest --test-dir build --output-on-failure -j"$jobs" -LE long
+
+echo "== tests under ASan + UBSan =="
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DEMBER_SANITIZE=ON -DEMBER_BUILD_BENCH=OFF -DEMBER_CUDA=OFF >/dev/null
+cmake --build build-asan -j"$jobs"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-asan --output-on-failure -j"$jobs" -L cpu
+
+echo "== install + consumer project (find_package(ember)) =="
+rm -rf build/install build/consumer
+cmake --install build --prefix build/install >/dev/null
+cmake -S examples/consumer -B build/consumer -DCMAKE_PREFIX_PATH="$PWD/build/install" >/dev/null
+cmake --build build/consumer -j"$jobs"
+./build/consumer/consumer
