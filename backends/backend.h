@@ -84,6 +84,22 @@ enum class RandomOp : uint8_t { uniform, normal, bernoulli };
 // gather: out[i][j][k] = in[i][index[i][j][k]][k] (dim = 1). scatter_add: out[i][index[i][j][k]][k] += in[i][j][k].
 enum class IndexOp : uint8_t { gather, scatter_add };
 
+// --- parameters of the fused neural-network ops ---------------------------------------------------------
+// Pairs are (height, width).
+struct Conv2dParams {
+  int64_t stride[2] = {1, 1};
+  int64_t padding[2] = {0, 0};
+  int64_t dilation[2] = {1, 1};
+  int64_t groups = 1;
+};
+enum class PoolOp : uint8_t { max, avg };
+struct Pool2dParams {
+  int64_t kernel[2] = {1, 1};
+  int64_t stride[2] = {1, 1};
+  int64_t padding[2] = {0, 0};
+  bool count_include_pad = true;  // avg: divide by the full window, padding included (PyTorch's default)
+};
+
 struct MemoryStats {
   size_t allocated = 0;      // bytes handed out to live tensors
   size_t peak_allocated = 0; // high-water mark of `allocated` since the last reset
@@ -131,6 +147,51 @@ class Backend {
   // out[b] = a[b] @ b[b]: a [B, M, K], b [B, K, N], out [B, M, N] contiguous. Each matrix of a and b must
   // have a unit stride in one of its two dims (row- or column-major); batch strides are free (0 allowed).
   virtual void matmul(const TensorArg& a, const TensorArg& b, const TensorArg& out) = 0;
+
+  // --- fused neural-network ops -------------------------------------------------------------------
+  // All operands contiguous; an optional output passed as nullptr is not computed. The CPU backend
+  // implements every entry; the defaults throw "not supported by this backend".
+  //
+  // conv2d: x [N, C, H, W], w [O, C/groups, KH, KW], bias [O], y [N, O, OH, OW].
+  virtual void conv2d_forward(const TensorArg& x, const TensorArg& w, const TensorArg* bias, const TensorArg& y,
+                              const Conv2dParams& p);
+  virtual void conv2d_backward(const TensorArg& x, const TensorArg& w, const TensorArg& grad_y, const TensorArg* grad_x,
+                               const TensorArg* grad_w, const TensorArg* grad_bias, const Conv2dParams& p);
+  // pool2d: x [N, C, H, W], y [N, C, OH, OW]; max writes `indices` (i64, y's shape: h * W + w of each
+  // window's first maximum), which its backward routes the gradient to.
+  virtual void pool2d_forward(PoolOp op, const TensorArg& x, const TensorArg& y, const TensorArg* indices,
+                              const Pool2dParams& p);
+  virtual void pool2d_backward(PoolOp op, const TensorArg& grad_y, const TensorArg* indices, const TensorArg& grad_x,
+                               const Pool2dParams& p);
+  // softmax / log_softmax over the last dim of x seen as [M, D]; the backward takes the forward's output.
+  virtual void softmax_forward(const TensorArg& x, const TensorArg& y, bool log);
+  virtual void softmax_backward(const TensorArg& grad_y, const TensorArg& y, const TensorArg& grad_x, bool log);
+  // Cross entropy with class indices: logits [N, C], target i64 [N] → loss [N] (0 where target ==
+  // ignore_index) and lse [N] (each row's log-sum-exp, for the backward). With label smoothing ε the
+  // target distribution is (1-ε)·onehot + ε/C. Backward: grad_logits = grad_loss[n] · (softmax - target
+  // distribution), zero rows where ignored. Targets outside [0, C) other than ignore_index throw.
+  virtual void cross_entropy_forward(const TensorArg& logits, const TensorArg& target, const TensorArg& loss,
+                                     const TensorArg& lse, int64_t ignore_index, double label_smoothing);
+  virtual void cross_entropy_backward(const TensorArg& logits, const TensorArg& target, const TensorArg& lse,
+                                      const TensorArg& grad_loss, const TensorArg& grad_logits, int64_t ignore_index,
+                                      double label_smoothing);
+  // Batch norm over x [N, C, S] (S = H·W, or 1). Training: batch statistics (biased variance for the
+  // normalisation, unbiased for the running update: running = (1-momentum)·running + momentum·batch);
+  // eval: running statistics. save_mean/save_invstd [C] are what the backward needs, in both modes.
+  virtual void batch_norm_forward(const TensorArg& x, const TensorArg* weight, const TensorArg* bias,
+                                  const TensorArg* running_mean, const TensorArg* running_var, const TensorArg& y,
+                                  const TensorArg& save_mean, const TensorArg& save_invstd, bool training,
+                                  double momentum, double eps);
+  virtual void batch_norm_backward(const TensorArg& grad_y, const TensorArg& x, const TensorArg* weight,
+                                   const TensorArg& save_mean, const TensorArg& save_invstd, const TensorArg* grad_x,
+                                   const TensorArg* grad_weight, const TensorArg* grad_bias, bool training);
+  // Layer norm over the last D elements of x seen as [M, D]; weight/bias [D]; save_mean/save_invstd [M].
+  virtual void layer_norm_forward(const TensorArg& x, const TensorArg* weight, const TensorArg* bias,
+                                  const TensorArg& y, const TensorArg& save_mean, const TensorArg& save_invstd,
+                                  double eps);
+  virtual void layer_norm_backward(const TensorArg& grad_y, const TensorArg& x, const TensorArg* weight,
+                                   const TensorArg& save_mean, const TensorArg& save_invstd, const TensorArg* grad_x,
+                                   const TensorArg* grad_weight, const TensorArg* grad_bias);
 
   // A line for logs and ember-devices: what this backend runs on (CPU model, GEMM kernel, threads...).
   virtual std::string describe() = 0;

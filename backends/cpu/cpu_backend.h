@@ -30,7 +30,50 @@ class CpuBackend final : public Backend {
   void random(RandomOp op, const TensorArg& out, uint64_t seed, uint64_t offset, double a, double b) override;
   void matmul(const TensorArg& a, const TensorArg& b, const TensorArg& out) override;
 
+  void conv2d_forward(const TensorArg& x, const TensorArg& w, const TensorArg* bias, const TensorArg& y,
+                      const Conv2dParams& p) override;
+  void conv2d_backward(const TensorArg& x, const TensorArg& w, const TensorArg& grad_y, const TensorArg* grad_x,
+                       const TensorArg* grad_w, const TensorArg* grad_bias, const Conv2dParams& p) override;
+  void pool2d_forward(PoolOp op, const TensorArg& x, const TensorArg& y, const TensorArg* indices,
+                      const Pool2dParams& p) override;
+  void pool2d_backward(PoolOp op, const TensorArg& grad_y, const TensorArg* indices, const TensorArg& grad_x,
+                       const Pool2dParams& p) override;
+  void softmax_forward(const TensorArg& x, const TensorArg& y, bool log) override;
+  void softmax_backward(const TensorArg& grad_y, const TensorArg& y, const TensorArg& grad_x, bool log) override;
+  void cross_entropy_forward(const TensorArg& logits, const TensorArg& target, const TensorArg& loss,
+                             const TensorArg& lse, int64_t ignore_index, double label_smoothing) override;
+  void cross_entropy_backward(const TensorArg& logits, const TensorArg& target, const TensorArg& lse,
+                              const TensorArg& grad_loss, const TensorArg& grad_logits, int64_t ignore_index,
+                              double label_smoothing) override;
+  void batch_norm_forward(const TensorArg& x, const TensorArg* weight, const TensorArg* bias,
+                          const TensorArg* running_mean, const TensorArg* running_var, const TensorArg& y,
+                          const TensorArg& save_mean, const TensorArg& save_invstd, bool training, double momentum,
+                          double eps) override;
+  void batch_norm_backward(const TensorArg& grad_y, const TensorArg& x, const TensorArg* weight,
+                           const TensorArg& save_mean, const TensorArg& save_invstd, const TensorArg* grad_x,
+                           const TensorArg* grad_weight, const TensorArg* grad_bias, bool training) override;
+  void layer_norm_forward(const TensorArg& x, const TensorArg* weight, const TensorArg* bias, const TensorArg& y,
+                          const TensorArg& save_mean, const TensorArg& save_invstd, double eps) override;
+  void layer_norm_backward(const TensorArg& grad_y, const TensorArg& x, const TensorArg* weight,
+                           const TensorArg& save_mean, const TensorArg& save_invstd, const TensorArg* grad_x,
+                           const TensorArg* grad_weight, const TensorArg* grad_bias) override;
+
   std::string describe() override;
+
+  // Scratch memory from the caching allocator, returned on scope exit.
+  class Workspace {
+   public:
+    Workspace(CpuBackend& b, size_t bytes) : b_(b), bytes_(bytes), ptr_(b.allocator_.allocate(bytes)) {}
+    ~Workspace() { b_.allocator_.deallocate(ptr_, bytes_); }
+    Workspace(const Workspace&) = delete;
+    Workspace& operator=(const Workspace&) = delete;
+    template <typename T> T* as() const { return static_cast<T*>(ptr_); }
+
+   private:
+    CpuBackend& b_;
+    size_t bytes_;
+    void* ptr_;
+  };
 
  private:
   CachingAllocator allocator_;

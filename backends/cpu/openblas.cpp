@@ -129,6 +129,21 @@ const Blas& blas() {
   return b;
 }
 
+template <typename T>
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
+          int64_t ldb, T beta, T* c, int64_t ldc) {
+  const Blas& lib = blas();
+  const int ta = trans_a ? kTrans : kNoTrans, tb = trans_b ? kTrans : kNoTrans;
+  if constexpr (std::is_same_v<T, float>)
+    lib.sgemm(kRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  else
+    lib.dgemm(kRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+template void gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t,
+                          float, float*, int64_t);
+template void gemm<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t, const double*,
+                           int64_t, double, double*, int64_t);
+
 std::string blas_description() {
   const Blas& b = loaded();
   if (!b.error.empty()) return b.error;

@@ -6,6 +6,7 @@
 // library constructor — before any code of a program that links it can run. Loading it with dlopen lets
 // Ember set OPENBLAS_CORETYPE=SkylakeX first on CPUs with AVX-512 (unless the user set a value), so it is
 // fast as installed. The OpenMP build (libopenblas0-openmp) is preferred: it shares Ember's thread pool.
+#include <cstdint>
 #include <string>
 
 namespace ember::cpu {
@@ -24,6 +25,11 @@ struct Blas {
   std::string library;              // path that was loaded
   std::string error;                // why loading failed (then the pointers are null)
 };
+
+// C[M, N] = alpha · op(A) · op(B) + beta · C, row-major, through OpenBLAS (float or double).
+template <typename T>
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
+          int64_t ldb, T beta, T* c, int64_t ldc);
 
 // Loads OpenBLAS on first use (thread-safe). Throws ember::Error, saying what to install, when absent.
 const Blas& blas();

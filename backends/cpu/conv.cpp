@@ -1,0 +1,202 @@
+// conv2d on the CPU: im2col + OpenBLAS GEMM, one image at a time so the column buffer stays in cache.
+// Batches of at least `threads` images run one image per thread (single-threaded GEMM inside the
+// parallel region); smaller batches run images in turn with multi-threaded GEMM.
+//
+// Shapes (NCHW): x [N, C, H, W], w [O, C/G, KH, KW], y [N, O, OH, OW]; per group g the GEMM is
+//   y_g [O/G, OH·OW] = w_g [O/G, CKK] · col_g [CKK, OH·OW],  CKK = (C/G)·KH·KW.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/openblas.h"
+#include "backends/cpu/parallel.h"
+
+namespace ember::cpu {
+namespace {
+
+struct ConvGeometry {
+  int64_t N, C, H, W, O, KH, KW, OH, OW, G, Cg, Og, CKK, OHW;
+  int64_t sh, sw, ph, pw, dh, dw;
+  bool col_is_input;  // 1×1 kernel, stride 1, no padding: the column matrix is the input itself
+
+  ConvGeometry(const TensorArg& x, const TensorArg& w, const TensorArg& y, const Conv2dParams& p)
+      : N(x.shape[0]), C(x.shape[1]), H(x.shape[2]), W(x.shape[3]), O(w.shape[0]), KH(w.shape[2]), KW(w.shape[3]),
+        OH(y.shape[2]), OW(y.shape[3]), G(p.groups), Cg(C / G), Og(O / G), CKK(Cg * KH * KW), OHW(OH * OW),
+        sh(p.stride[0]), sw(p.stride[1]), ph(p.padding[0]), pw(p.padding[1]), dh(p.dilation[0]), dw(p.dilation[1]),
+        col_is_input(KH == 1 && KW == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0) {}
+
+  // Output columns ow whose input column ow·sw - pw + kw·dw lies in [0, W): [lo, hi).
+  void valid_range(int64_t k_off, int64_t extent, int64_t stride, int64_t pad, int64_t out, int64_t& lo,
+                   int64_t& hi) const {
+    const int64_t shift = pad - k_off;  // i = o·stride - shift must be in [0, extent)
+    lo = shift <= 0 ? 0 : (shift + stride - 1) / stride;
+    hi = extent - 1 + shift < 0 ? 0 : (extent - 1 + shift) / stride + 1;
+    lo = std::min(lo, out);
+    hi = std::clamp(hi, lo, out);
+  }
+};
+
+// col [CKK, OH·OW] ← x_g [Cg, H, W]
+template <typename T>
+void im2col(const ConvGeometry& g, const T* x, T* col) {
+  for (int64_t c = 0; c < g.Cg; ++c)
+    for (int64_t kh = 0; kh < g.KH; ++kh)
+      for (int64_t kw = 0; kw < g.KW; ++kw) {
+        T* row = col + ((c * g.KH + kh) * g.KW + kw) * g.OHW;
+        int64_t w_lo, w_hi;
+        g.valid_range(kw * g.dw, g.W, g.sw, g.pw, g.OW, w_lo, w_hi);
+        for (int64_t oh = 0; oh < g.OH; ++oh) {
+          T* out = row + oh * g.OW;
+          const int64_t ih = oh * g.sh - g.ph + kh * g.dh;
+          if (ih < 0 || ih >= g.H) {
+            std::fill(out, out + g.OW, T(0));
+            continue;
+          }
+          const T* in = x + (c * g.H + ih) * g.W + kw * g.dw - g.pw;  // in[ow·sw] is column ow
+          std::fill(out, out + w_lo, T(0));
+          if (g.sw == 1) std::memcpy(out + w_lo, in + w_lo, (w_hi - w_lo) * sizeof(T));
+          else
+            for (int64_t ow = w_lo; ow < w_hi; ++ow) out[ow] = in[ow * g.sw];
+          std::fill(out + w_hi, out + g.OW, T(0));
+        }
+      }
+}
+
+// x_g [Cg, H, W] += col [CKK, OH·OW] (the adjoint of im2col)
+template <typename T>
+void col2im(const ConvGeometry& g, const T* col, T* x) {
+  for (int64_t c = 0; c < g.Cg; ++c)
+    for (int64_t kh = 0; kh < g.KH; ++kh)
+      for (int64_t kw = 0; kw < g.KW; ++kw) {
+        const T* row = col + ((c * g.KH + kh) * g.KW + kw) * g.OHW;
+        int64_t w_lo, w_hi;
+        g.valid_range(kw * g.dw, g.W, g.sw, g.pw, g.OW, w_lo, w_hi);
+        for (int64_t oh = 0; oh < g.OH; ++oh) {
+          const int64_t ih = oh * g.sh - g.ph + kh * g.dh;
+          if (ih < 0 || ih >= g.H) continue;
+          const T* in = row + oh * g.OW;
+          T* out = x + (c * g.H + ih) * g.W + kw * g.dw - g.pw;
+          for (int64_t ow = w_lo; ow < w_hi; ++ow) out[ow * g.sw] += in[ow];
+        }
+      }
+}
+
+// Runs fn(n, thread_slot) for every image: in parallel over images when there are enough of them.
+// Returns the number of thread slots used (for per-thread partial results).
+template <typename Fn>
+void for_each_image(int64_t n_images, Fn&& fn) {
+  if (n_images >= num_threads() && num_threads() > 1) {
+    parallel_for(n_images, 1, [&](int64_t begin, int64_t end) {
+      const int slot = omp_thread_id();
+      for (int64_t n = begin; n < end; ++n) fn(n, slot);
+    });
+  } else {
+    enable_flush_denormal_on_this_thread();
+    for (int64_t n = 0; n < n_images; ++n) fn(n, 0);
+  }
+}
+
+template <typename T>
+void conv_forward(CpuBackend& be, const ConvGeometry& g, const T* x, const T* w, const T* bias, T* y) {
+  const int slots = num_threads();
+  CpuBackend::Workspace ws(be, g.col_is_input ? 0 : sizeof(T) * g.CKK * g.OHW * slots);
+  for_each_image(g.N, [&](int64_t n, int slot) {
+    T* col = ws.as<T>() + slot * g.CKK * g.OHW;
+    for (int64_t gi = 0; gi < g.G; ++gi) {
+      const T* xg = x + (n * g.C + gi * g.Cg) * g.H * g.W;
+      if (!g.col_is_input) im2col(g, xg, col);
+      T* yg = y + (n * g.O + gi * g.Og) * g.OHW;
+      gemm<T>(false, false, g.Og, g.OHW, g.CKK, T(1), w + gi * g.Og * g.CKK, g.CKK, g.col_is_input ? xg : col, g.OHW,
+              T(0), yg, g.OHW);
+      if (bias != nullptr)
+        for (int64_t o = 0; o < g.Og; ++o) {
+          const T b = bias[gi * g.Og + o];
+          T* row = yg + o * g.OHW;
+          for (int64_t i = 0; i < g.OHW; ++i) row[i] += b;
+        }
+    }
+  });
+}
+
+template <typename T>
+void conv_backward(CpuBackend& be, const ConvGeometry& g, const T* x, const T* w, const T* gy, T* gx, T* gw, T* gb) {
+  const int slots = num_threads();
+  const int64_t col_elems = g.col_is_input ? 0 : g.CKK * g.OHW;
+  // Per slot: a column buffer for x (weight grad) and one for the input grad; per-slot weight partials.
+  CpuBackend::Workspace cols(be, sizeof(T) * col_elems * 2 * slots);
+  CpuBackend::Workspace partial(be, gw != nullptr ? sizeof(T) * g.O * g.CKK * slots : 0);
+  if (gw != nullptr) std::fill(partial.as<T>(), partial.as<T>() + g.O * g.CKK * slots, T(0));
+  for_each_image(g.N, [&](int64_t n, int slot) {
+    T* col = cols.as<T>() + slot * col_elems * 2;
+    T* grad_col = col + col_elems;
+    if (gx != nullptr) std::fill(gx + n * g.C * g.H * g.W, gx + (n + 1) * g.C * g.H * g.W, T(0));
+    for (int64_t gi = 0; gi < g.G; ++gi) {
+      const T* xg = x + (n * g.C + gi * g.Cg) * g.H * g.W;
+      const T* gyg = gy + (n * g.O + gi * g.Og) * g.OHW;
+      const T* wg = w + gi * g.Og * g.CKK;
+      if (gw != nullptr) {  // partial_g [Og, CKK] += gy_g [Og, OHW] · col_gᵀ
+        if (!g.col_is_input) im2col(g, xg, col);
+        gemm<T>(false, true, g.Og, g.CKK, g.OHW, T(1), gyg, g.OHW, g.col_is_input ? xg : col, g.OHW, T(1),
+                partial.as<T>() + slot * g.O * g.CKK + gi * g.Og * g.CKK, g.CKK);
+      }
+      if (gx != nullptr) {  // grad_col [CKK, OHW] = w_gᵀ · gy_g, then scattered back to the image
+        T* gxg = gx + (n * g.C + gi * g.Cg) * g.H * g.W;
+        gemm<T>(true, false, g.CKK, g.OHW, g.Og, T(1), wg, g.CKK, gyg, g.OHW, T(0), g.col_is_input ? gxg : grad_col,
+                g.OHW);
+        if (!g.col_is_input) col2im(g, grad_col, gxg);
+      }
+    }
+  });
+  if (gw != nullptr) {  // sum the partials in slot order
+    const int64_t len = g.O * g.CKK;
+    std::copy(partial.as<T>(), partial.as<T>() + len, gw);
+    for (int s = 1; s < slots; ++s)
+      for (int64_t i = 0; i < len; ++i) gw[i] += partial.as<T>()[s * len + i];
+  }
+  if (gb != nullptr) {
+    parallel_for(g.O, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, g.N * g.OHW)), [&](int64_t begin, int64_t end) {
+      for (int64_t o = begin; o < end; ++o) {
+        double acc = 0;
+        for (int64_t n = 0; n < g.N; ++n) {
+          const T* row = gy + (n * g.O + o) * g.OHW;
+          for (int64_t i = 0; i < g.OHW; ++i) acc += row[i];
+        }
+        gb[o] = static_cast<T>(acc);
+      }
+    });
+  }
+}
+
+template <typename T>
+const T* ptr_or_null(const TensorArg* a) {
+  return a != nullptr ? a->ptr<T>() : nullptr;
+}
+template <typename T>
+T* mut_ptr_or_null(const TensorArg* a) {
+  return a != nullptr ? a->ptr<T>() : nullptr;
+}
+
+}  // namespace
+
+void CpuBackend::conv2d_forward(const TensorArg& x, const TensorArg& w, const TensorArg* bias, const TensorArg& y,
+                                const Conv2dParams& p) {
+  const ConvGeometry g(x, w, y, p);
+  dispatch_floating(x.dtype, "conv2d", [&](auto tag) {
+    using T = decltype(tag);
+    conv_forward<T>(*this, g, x.ptr<T>(), w.ptr<T>(), ptr_or_null<T>(bias), y.ptr<T>());
+  });
+}
+
+void CpuBackend::conv2d_backward(const TensorArg& x, const TensorArg& w, const TensorArg& grad_y,
+                                 const TensorArg* grad_x, const TensorArg* grad_w, const TensorArg* grad_bias,
+                                 const Conv2dParams& p) {
+  const ConvGeometry g(x, w, grad_y, p);
+  dispatch_floating(x.dtype, "conv2d_backward", [&](auto tag) {
+    using T = decltype(tag);
+    conv_backward<T>(*this, g, x.ptr<T>(), w.ptr<T>(), grad_y.ptr<T>(), mut_ptr_or_null<T>(grad_x),
+                     mut_ptr_or_null<T>(grad_w), mut_ptr_or_null<T>(grad_bias));
+  });
+}
+
+}  // namespace ember::cpu

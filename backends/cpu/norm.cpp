@@ -1,0 +1,201 @@
+// batch_norm over x [N, C, S] (one channel per task) and layer_norm over x [M, D] (one row per task).
+// Statistics accumulate in double, two passes (mean, then squared deviations) for accuracy.
+#include <cmath>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/parallel.h"
+
+namespace ember::cpu {
+namespace {
+
+template <typename T>
+const T* cptr(const TensorArg* a) {
+  return a != nullptr ? a->ptr<T>() : nullptr;
+}
+
+template <typename T>
+void bn_forward(const TensorArg& x, const TensorArg* weight, const TensorArg* bias, const TensorArg* running_mean,
+                const TensorArg* running_var, const TensorArg& y, const TensorArg& save_mean,
+                const TensorArg& save_invstd, bool training, double momentum, double eps) {
+  const int64_t N = x.shape[0], C = x.shape[1], S = x.numel() / std::max<int64_t>(1, N * C), count = N * S;
+  const T *w = cptr<T>(weight), *b = cptr<T>(bias);
+  T *rm = running_mean ? running_mean->ptr<T>() : nullptr, *rv = running_var ? running_var->ptr<T>() : nullptr;
+  EMBER_CHECK(training || (rm != nullptr && rv != nullptr), "batch_norm: eval mode needs running statistics");
+  EMBER_CHECK(!training || count > 1, "batch_norm: training needs more than one value per channel, got input shape [",
+              N, ", ", C, ", ...] with ", count, " value(s) per channel; use a larger batch or eval()");
+  parallel_for(C, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, count)), [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) {
+      double mean, invstd;
+      if (training) {
+        double sum = 0;
+        for (int64_t n = 0; n < N; ++n) {
+          const T* p = x.ptr<T>() + (n * C + c) * S;
+          for (int64_t s = 0; s < S; ++s) sum += p[s];
+        }
+        mean = sum / count;
+        double sq = 0;
+        for (int64_t n = 0; n < N; ++n) {
+          const T* p = x.ptr<T>() + (n * C + c) * S;
+          for (int64_t s = 0; s < S; ++s) sq += (p[s] - mean) * (p[s] - mean);
+        }
+        const double var = sq / count;
+        invstd = 1.0 / std::sqrt(var + eps);
+        if (rm != nullptr) rm[c] = static_cast<T>((1 - momentum) * rm[c] + momentum * mean);
+        if (rv != nullptr) rv[c] = static_cast<T>((1 - momentum) * rv[c] + momentum * sq / (count - 1));
+      } else {
+        mean = rm[c];
+        invstd = 1.0 / std::sqrt(static_cast<double>(rv[c]) + eps);
+      }
+      save_mean.ptr<T>()[c] = static_cast<T>(mean);
+      save_invstd.ptr<T>()[c] = static_cast<T>(invstd);
+      const T scale = static_cast<T>(invstd * (w ? w[c] : 1.0));
+      const T shift = static_cast<T>((b ? b[c] : 0.0) - mean * invstd * (w ? w[c] : 1.0));
+      for (int64_t n = 0; n < N; ++n) {
+        const T* p = x.ptr<T>() + (n * C + c) * S;
+        T* q = y.ptr<T>() + (n * C + c) * S;
+        for (int64_t s = 0; s < S; ++s) q[s] = p[s] * scale + shift;
+      }
+    }
+  });
+}
+
+template <typename T>
+void bn_backward(const TensorArg& gy, const TensorArg& x, const TensorArg* weight, const TensorArg& save_mean,
+                 const TensorArg& save_invstd, const TensorArg* gx, const TensorArg* gw, const TensorArg* gb,
+                 bool training) {
+  const int64_t N = x.shape[0], C = x.shape[1], S = x.numel() / std::max<int64_t>(1, N * C), count = N * S;
+  const T* w = cptr<T>(weight);
+  parallel_for(C, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, count)), [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) {
+      const double mean = save_mean.ptr<T>()[c], invstd = save_invstd.ptr<T>()[c];
+      double sum_g = 0, sum_g_xhat = 0;
+      for (int64_t n = 0; n < N; ++n) {
+        const T* g = gy.ptr<T>() + (n * C + c) * S;
+        const T* p = x.ptr<T>() + (n * C + c) * S;
+        for (int64_t s = 0; s < S; ++s) {
+          sum_g += g[s];
+          sum_g_xhat += g[s] * (p[s] - mean) * invstd;
+        }
+      }
+      if (gw != nullptr) gw->ptr<T>()[c] = static_cast<T>(sum_g_xhat);
+      if (gb != nullptr) gb->ptr<T>()[c] = static_cast<T>(sum_g);
+      if (gx == nullptr) continue;
+      const double k = invstd * (w ? w[c] : 1.0);
+      for (int64_t n = 0; n < N; ++n) {
+        const T* g = gy.ptr<T>() + (n * C + c) * S;
+        const T* p = x.ptr<T>() + (n * C + c) * S;
+        T* out = gx->ptr<T>() + (n * C + c) * S;
+        for (int64_t s = 0; s < S; ++s) {
+          if (training) {  // through the batch statistics too
+            const double xhat = (p[s] - mean) * invstd;
+            out[s] = static_cast<T>(k * (g[s] - sum_g / count - xhat * sum_g_xhat / count));
+          } else {
+            out[s] = static_cast<T>(k * g[s]);
+          }
+        }
+      }
+    }
+  });
+}
+
+template <typename T>
+void ln_forward(const TensorArg& x, const TensorArg* weight, const TensorArg* bias, const TensorArg& y,
+                const TensorArg& save_mean, const TensorArg& save_invstd, double eps) {
+  const int64_t D = x.shape[x.ndim - 1], M = D == 0 ? 0 : x.numel() / D;
+  const T *w = cptr<T>(weight), *b = cptr<T>(bias);
+  parallel_for(M, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, D)), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const T* p = x.ptr<T>() + r * D;
+      double sum = 0, sq = 0;
+      for (int64_t d = 0; d < D; ++d) sum += p[d];
+      const double mean = sum / D;
+      for (int64_t d = 0; d < D; ++d) sq += (p[d] - mean) * (p[d] - mean);
+      const double invstd = 1.0 / std::sqrt(sq / D + eps);
+      save_mean.ptr<T>()[r] = static_cast<T>(mean);
+      save_invstd.ptr<T>()[r] = static_cast<T>(invstd);
+      T* q = y.ptr<T>() + r * D;
+      for (int64_t d = 0; d < D; ++d) {
+        const T xhat = static_cast<T>((p[d] - mean) * invstd);
+        q[d] = xhat * (w ? w[d] : T(1)) + (b ? b[d] : T(0));
+      }
+    }
+  });
+}
+
+template <typename T>
+void ln_backward(const TensorArg& gy, const TensorArg& x, const TensorArg* weight, const TensorArg& save_mean,
+                 const TensorArg& save_invstd, const TensorArg* gx, const TensorArg* gw, const TensorArg* gb) {
+  const int64_t D = x.shape[x.ndim - 1], M = D == 0 ? 0 : x.numel() / D;
+  const T* w = cptr<T>(weight);
+  const T *mean = save_mean.ptr<T>(), *invstd = save_invstd.ptr<T>();
+  if (gx != nullptr) {
+    parallel_for(M, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, D)), [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const T *g = gy.ptr<T>() + r * D, *p = x.ptr<T>() + r * D;
+        double sum_gw = 0, sum_gw_xhat = 0;
+        for (int64_t d = 0; d < D; ++d) {
+          const double gwd = g[d] * (w ? w[d] : T(1));
+          sum_gw += gwd;
+          sum_gw_xhat += gwd * (p[d] - mean[r]) * invstd[r];
+        }
+        T* out = gx->ptr<T>() + r * D;
+        for (int64_t d = 0; d < D; ++d) {
+          const double xhat = (p[d] - mean[r]) * invstd[r];
+          const double gwd = g[d] * (w ? w[d] : T(1));
+          out[d] = static_cast<T>(invstd[r] * (gwd - sum_gw / D - xhat * sum_gw_xhat / D));
+        }
+      }
+    });
+  }
+  if (gw != nullptr || gb != nullptr) {  // column sums over the rows
+    parallel_for(D, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, M)), [&](int64_t begin, int64_t end) {
+      for (int64_t d = begin; d < end; ++d) {
+        double sw = 0, sb = 0;
+        for (int64_t r = 0; r < M; ++r) {
+          const T g = gy.ptr<T>()[r * D + d];
+          sb += g;
+          sw += g * (x.ptr<T>()[r * D + d] - mean[r]) * invstd[r];
+        }
+        if (gw != nullptr) gw->ptr<T>()[d] = static_cast<T>(sw);
+        if (gb != nullptr) gb->ptr<T>()[d] = static_cast<T>(sb);
+      }
+    });
+  }
+}
+
+}  // namespace
+
+void CpuBackend::batch_norm_forward(const TensorArg& x, const TensorArg* weight, const TensorArg* bias,
+                                    const TensorArg* running_mean, const TensorArg* running_var, const TensorArg& y,
+                                    const TensorArg& save_mean, const TensorArg& save_invstd, bool training,
+                                    double momentum, double eps) {
+  dispatch_floating(x.dtype, "batch_norm", [&](auto tag) {
+    bn_forward<decltype(tag)>(x, weight, bias, running_mean, running_var, y, save_mean, save_invstd, training,
+                              momentum, eps);
+  });
+}
+
+void CpuBackend::batch_norm_backward(const TensorArg& grad_y, const TensorArg& x, const TensorArg* weight,
+                                     const TensorArg& save_mean, const TensorArg& save_invstd, const TensorArg* grad_x,
+                                     const TensorArg* grad_weight, const TensorArg* grad_bias, bool training) {
+  dispatch_floating(x.dtype, "batch_norm_backward", [&](auto tag) {
+    bn_backward<decltype(tag)>(grad_y, x, weight, save_mean, save_invstd, grad_x, grad_weight, grad_bias, training);
+  });
+}
+
+void CpuBackend::layer_norm_forward(const TensorArg& x, const TensorArg* weight, const TensorArg* bias,
+                                    const TensorArg& y, const TensorArg& save_mean, const TensorArg& save_invstd,
+                                    double eps) {
+  dispatch_floating(x.dtype, "layer_norm",
+                    [&](auto tag) { ln_forward<decltype(tag)>(x, weight, bias, y, save_mean, save_invstd, eps); });
+}
+
+void CpuBackend::layer_norm_backward(const TensorArg& grad_y, const TensorArg& x, const TensorArg* weight,
+                                     const TensorArg& save_mean, const TensorArg& save_invstd, const TensorArg* grad_x,
+                                     const TensorArg* grad_weight, const TensorArg* grad_bias) {
+  dispatch_floating(x.dtype, "layer_norm_backward", [&](auto tag) {
+    ln_backward<decltype(tag)>(grad_y, x, weight, save_mean, save_invstd, grad_x, grad_weight, grad_bias);
+  });
+}
+
+}  // namespace ember::cpu

@@ -1,0 +1,107 @@
+// max/avg pool2d over NCHW, one (n, c) plane per task. The output size is the caller's (core computes
+// OH = (H + 2·pad - kernel) / stride + 1).
+#include <algorithm>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/parallel.h"
+#include "backends/kernels.h"
+
+namespace ember::cpu {
+namespace {
+
+struct Window {
+  int64_t h0, h1, w0, w1;  // clipped to the input
+  int64_t divisor;         // avg: the count PyTorch divides by
+};
+
+Window window(const Pool2dParams& p, int64_t H, int64_t W, int64_t oh, int64_t ow) {
+  int64_t h0 = oh * p.stride[0] - p.padding[0], w0 = ow * p.stride[1] - p.padding[1];
+  int64_t h1 = std::min(h0 + p.kernel[0], H + p.padding[0]), w1 = std::min(w0 + p.kernel[1], W + p.padding[1]);
+  const int64_t padded = (h1 - h0) * (w1 - w0);
+  h0 = std::max<int64_t>(h0, 0);
+  w0 = std::max<int64_t>(w0, 0);
+  h1 = std::min(h1, H);
+  w1 = std::min(w1, W);
+  return {h0, h1, w0, w1, p.count_include_pad ? padded : (h1 - h0) * (w1 - w0)};
+}
+
+template <typename T>
+void pool_forward(PoolOp op, const TensorArg& x, const TensorArg& y, int64_t* indices, const Pool2dParams& p) {
+  const int64_t planes = x.shape[0] * x.shape[1], H = x.shape[2], W = x.shape[3], OH = y.shape[2], OW = y.shape[3];
+  const T* in = x.ptr<T>();
+  T* out = y.ptr<T>();
+  parallel_for(planes, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, H * W)), [&](int64_t begin, int64_t end) {
+    for (int64_t pl = begin; pl < end; ++pl) {
+      const T* xp = in + pl * H * W;
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          const Window win = window(p, H, W, oh, ow);
+          const int64_t o = pl * OH * OW + oh * OW + ow;
+          if (op == PoolOp::max) {
+            T best = -std::numeric_limits<T>::infinity();
+            int64_t best_i = win.h0 * W + win.w0;
+            for (int64_t h = win.h0; h < win.h1; ++h)
+              for (int64_t w = win.w0; w < win.w1; ++w) {
+                const T v = xp[h * W + w];
+                if (v > best || (kernels::m_isnan(v) && !kernels::m_isnan(best))) {
+                  best = v;
+                  best_i = h * W + w;
+                }
+              }
+            out[o] = best;
+            if (indices != nullptr) indices[o] = best_i;
+          } else {
+            T acc = 0;
+            for (int64_t h = win.h0; h < win.h1; ++h)
+              for (int64_t w = win.w0; w < win.w1; ++w) acc += xp[h * W + w];
+            out[o] = acc / static_cast<T>(win.divisor);
+          }
+        }
+    }
+  });
+}
+
+template <typename T>
+void pool_backward(PoolOp op, const TensorArg& gy, const int64_t* indices, const TensorArg& gx, const Pool2dParams& p) {
+  const int64_t planes = gx.shape[0] * gx.shape[1], H = gx.shape[2], W = gx.shape[3], OH = gy.shape[2],
+                OW = gy.shape[3];
+  const T* g = gy.ptr<T>();
+  T* out = gx.ptr<T>();
+  parallel_for(planes, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, H * W)), [&](int64_t begin, int64_t end) {
+    for (int64_t pl = begin; pl < end; ++pl) {
+      T* gp = out + pl * H * W;
+      std::fill(gp, gp + H * W, T(0));
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          const int64_t o = pl * OH * OW + oh * OW + ow;
+          if (op == PoolOp::max) {
+            gp[indices[o]] += g[o];
+          } else {
+            const Window win = window(p, H, W, oh, ow);
+            const T share = g[o] / static_cast<T>(win.divisor);
+            for (int64_t h = win.h0; h < win.h1; ++h)
+              for (int64_t w = win.w0; w < win.w1; ++w) gp[h * W + w] += share;
+          }
+        }
+    }
+  });
+}
+
+}  // namespace
+
+void CpuBackend::pool2d_forward(PoolOp op, const TensorArg& x, const TensorArg& y, const TensorArg* indices,
+                                const Pool2dParams& p) {
+  dispatch_floating(x.dtype, "pool2d", [&](auto tag) {
+    pool_forward<decltype(tag)>(op, x, y, indices != nullptr ? indices->ptr<int64_t>() : nullptr, p);
+  });
+}
+
+void CpuBackend::pool2d_backward(PoolOp op, const TensorArg& grad_y, const TensorArg* indices, const TensorArg& grad_x,
+                                 const Pool2dParams& p) {
+  EMBER_CHECK(op != PoolOp::max || indices != nullptr, "max_pool2d backward: needs the forward's indices");
+  dispatch_floating(grad_x.dtype, "pool2d_backward", [&](auto tag) {
+    pool_backward<decltype(tag)>(op, grad_y, indices != nullptr ? indices->ptr<int64_t>() : nullptr, grad_x, p);
+  });
+}
+
+}  // namespace ember::cpu
