@@ -100,6 +100,24 @@ struct Pool2dParams {
   bool count_include_pad = true;  // avg: divide by the full window, padding included (PyTorch's default)
 };
 
+// Fused optimizer updates: one pass over each parameter (PyTorch's single-tensor algorithms, same order of
+// operations). `step` is the update's 1-based count (Adam's bias correction; SGD's first momentum step).
+enum class OptimizerOp : uint8_t { sgd, adam, rmsprop };
+struct OptimizerParams {
+  double lr = 1e-3;
+  double weight_decay = 0;
+  bool decoupled_weight_decay = false;  // AdamW: p ← p·(1 - lr·wd) instead of adding wd·p to the gradient
+  bool maximize = false;
+  int64_t step = 1;
+  // sgd
+  double momentum = 0, dampening = 0;
+  bool nesterov = false;
+  // adam (beta1, beta2) and rmsprop (alpha = beta2)
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  bool amsgrad = false;
+  bool centered = false;  // rmsprop
+};
+
 struct MemoryStats {
   size_t allocated = 0;      // bytes handed out to live tensors
   size_t peak_allocated = 0; // high-water mark of `allocated` since the last reset
@@ -147,6 +165,12 @@ class Backend {
   // out[b] = a[b] @ b[b]: a [B, M, K], b [B, K, N], out [B, M, N] contiguous. Each matrix of a and b must
   // have a unit stride in one of its two dims (row- or column-major); batch strides are free (0 allowed).
   virtual void matmul(const TensorArg& a, const TensorArg& b, const TensorArg& out) = 0;
+
+  // Updates param in place from grad. State buffers (same shape, zero-initialised by the optimizer):
+  // sgd: s0 = momentum buffer (when momentum ≠ 0); adam: s0 = exp_avg, s1 = exp_avg_sq, s2 = max_exp_avg_sq
+  // (amsgrad); rmsprop: s0 = square_avg, s1 = momentum buffer, s2 = grad_avg (centered). All contiguous.
+  virtual void optimizer_step(OptimizerOp op, const OptimizerParams& p, const TensorArg& param, const TensorArg& grad,
+                              const TensorArg* s0, const TensorArg* s1, const TensorArg* s2) = 0;
 
   // --- fused neural-network ops -------------------------------------------------------------------
   // All operands contiguous; an optional output passed as nullptr is not computed. The CPU backend

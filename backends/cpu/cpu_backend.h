@@ -30,6 +30,8 @@ class CpuBackend final : public Backend {
   void random(RandomOp op, const TensorArg& out, uint64_t seed, uint64_t offset, double a, double b) override;
   void matmul(const TensorArg& a, const TensorArg& b, const TensorArg& out) override;
 
+  void optimizer_step(OptimizerOp op, const OptimizerParams& p, const TensorArg& param, const TensorArg& grad,
+                      const TensorArg* s0, const TensorArg* s1, const TensorArg* s2) override;
   void conv2d_forward(const TensorArg& x, const TensorArg& w, const TensorArg* bias, const TensorArg& y,
                       const Conv2dParams& p) override;
   void conv2d_backward(const TensorArg& x, const TensorArg& w, const TensorArg& grad_y, const TensorArg* grad_x,
