@@ -1,11 +1,18 @@
 #pragma once
-// The user-facing tensor operations (LibTorch's torch:: functions). Each records the autograd graph
-// when an input requires grad; the computation itself is ember::raw:: (core/raw.h).
-// Element-wise ops broadcast (NumPy rules) and promote dtypes (backends/dtype.h).
+// The user-facing tensor operations (LibTorch's torch:: functions). Element-wise ops broadcast (NumPy
+// rules) and promote dtypes (backends/dtype.h); the computation itself is ember::raw:: (core/raw.h).
+//
+// Autograd: when grad mode is on (autograd/grad_mode.h) and an input requires grad, each op records a
+// Node whose backward gives the input gradients (autograd/functions_*.cpp); the output then requires
+// grad. Gradients of broadcast inputs are summed back to the input's shape. Comparisons, sign's mask-like
+// uses, argmax/argmin and the indices of max/min(x, dim) carry no gradient (comparisons and arg* record
+// nothing; sign's gradient is zero). Ties: max/min/amax/amin split the gradient evenly among equal
+// extremes, maximum/minimum between equal inputs; max/min(x, dim) send it to the returned index.
 #include <concepts>
 #include <tuple>
 #include <vector>
 
+#include "autograd/grad_mode.h"
 #include "core/tensor.h"
 
 namespace ember {
@@ -60,6 +67,12 @@ Tensor argmax(const Tensor& x);  // index into the flattened tensor
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
 Tensor argmin(const Tensor& x);
 Tensor argmin(const Tensor& x, int64_t dim, bool keepdim = false);
+
+// --- softmax ------------------------------------------------------------------------------------------
+// exp(x) / Σ exp(x) along `dim`, and its log, computed stably (the max along dim is subtracted first).
+// Floating inputs only; throws otherwise or when dim is out of range.
+Tensor softmax(const Tensor& x, int64_t dim);
+Tensor log_softmax(const Tensor& x, int64_t dim);
 
 // --- linear algebra, joining, indexing ---------------------------------------------------------------
 // torch.matmul: [M, K] @ [K, N]; batched [..., M, K] @ [..., K, N] with broadcast batch dims; 1-D

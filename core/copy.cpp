@@ -4,9 +4,16 @@
 namespace ember::raw {
 
 Tensor empty(const Shape& shape, DType dtype, Device device) {
-  for (int64_t s : shape) EMBER_CHECK(s >= 0, "empty: negative size in shape ", shape);
+  // NOTE: the byte count must not wrap around: a wrapped product would allocate a tiny buffer for a huge
+  // tensor, and the first write would run off its end.
+  int64_t bytes = static_cast<int64_t>(dtype_size(dtype));
+  for (int64_t s : shape) {
+    EMBER_CHECK(s >= 0, "empty: negative size in shape ", shape);
+    EMBER_CHECK(!__builtin_mul_overflow(bytes, s, &bytes), "empty: a tensor of shape ", shape, " and dtype ",
+                dtype_name(dtype), " needs more than 2^63 bytes; check the shape");
+  }
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(static_cast<size_t>(shape.numel()) * dtype_size(dtype), device);
+  impl->storage = std::make_shared<Storage>(static_cast<size_t>(bytes), device);
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;
@@ -49,6 +56,16 @@ void copy_(const Tensor& dst, const Tensor& src) {
   if (from.device() != dst.device()) from = to(to(from, dst.dtype()), dst.device());
   backend(dst.device()).copy(from.arg(), dst.arg());
   dst.impl().storage->bump_version();
+}
+
+void set_data(const Tensor& dst, const Tensor& src) {
+  TensorImpl& d = dst.impl();
+  const TensorImpl& s = src.impl();
+  d.storage = s.storage;
+  d.shape = s.shape;
+  d.strides = s.strides;
+  d.offset = s.offset;
+  d.dtype = s.dtype;
 }
 
 void fill_(const Tensor& t, double value) {

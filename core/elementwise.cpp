@@ -7,6 +7,13 @@ namespace {
 
 int category(DType t) { return t == DType::b8 ? 0 : is_floating(t) ? 2 : 1; }
 
+// t in `dtype`, broadcast to `shape` — without a new view when the shape already matches (the common
+// case: each view is a heap allocation, and small ops are dominated by such overhead).
+Tensor operand(const Tensor& t, DType dtype, const Shape& shape) {
+  Tensor c = to(t, dtype);
+  return c.shape() == shape ? c : expand(c, shape);
+}
+
 }  // namespace
 
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
@@ -33,7 +40,7 @@ DType result_type(const Tensor& a, const Tensor& b) {
 }
 
 void check_same_device(const Tensor& a, const Tensor& b, const char* op) {
-  EMBER_CHECK(a.device() == b.device(), op, ": tensors on different devices: ", a.device(), " and ", b.device(),
+  EMBER_CHECK(a.device() == b.device(), "tensors on different devices: ", a.device(), " and ", b.device(), " in ", op,
               "; move one with .to(...)");
 }
 
@@ -62,7 +69,7 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   if (kernels::binary_needs_float(op) || op == BinaryOp::div) dtype = to_floating(dtype);  // true division
   else if (dtype == DType::b8 && !is_comparison(op)) dtype = DType::i64;                   // bool arithmetic
   const Shape shape = broadcast_shapes(a.shape(), b.shape(), op_name(op).data());
-  const Tensor x = expand(to(a, dtype), shape), y = expand(to(b, dtype), shape);
+  const Tensor x = operand(a, dtype, shape), y = operand(b, dtype, shape);
   Tensor out = empty(shape, is_comparison(op) ? DType::b8 : dtype, a.device());
   backend(a.device()).binary(op, x.arg(), y.arg(), out.arg());
   return out;
@@ -91,7 +98,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
               dtype_name(cond.dtype()));
   const DType dtype = result_type(a, b);
   const Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
-  const Tensor c = expand(cond, shape), x = expand(to(a, dtype), shape), y = expand(to(b, dtype), shape);
+  const Tensor c = operand(cond, DType::b8, shape), x = operand(a, dtype, shape), y = operand(b, dtype, shape);
   Tensor out = empty(shape, dtype, a.device());
   backend(a.device()).where(c.arg(), x.arg(), y.arg(), out.arg());
   return out;

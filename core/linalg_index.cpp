@@ -1,4 +1,6 @@
 // matmul, cat/stack, index_select/gather/scatter_add.
+#include <optional>
+
 #include "core/raw.h"
 
 namespace ember::raw {
@@ -32,6 +34,18 @@ Tensor as_batched(const Tensor& t, int64_t batch) {
   return as_strided(c, {batch, rows, cols}, {rows * cols, cols, 1}, c.offset());
 }
 
+// A BLAS-compatible matrix as the [1, R, C] descriptor the backend takes, without making a view (small
+// matmuls are dominated by such overhead). nullopt when t is not such a matrix.
+std::optional<TensorArg> as_batch_of_one(const Tensor& t) {
+  if (t.dim() != 2 || !gemm_compatible(t.shape()[0], t.shape()[1], t.strides()[0], t.strides()[1])) return std::nullopt;
+  TensorArg a = t.arg();
+  a.ndim = 3;
+  a.shape[2] = a.shape[1], a.strides[2] = a.strides[1];
+  a.shape[1] = a.shape[0], a.strides[1] = a.strides[0];
+  a.shape[0] = 1, a.strides[0] = 0;
+  return a;
+}
+
 }  // namespace
 
 Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
@@ -48,8 +62,16 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   const int64_t K2 = b.shape()[b.dim() - 2], N = b.shape()[b.dim() - 1];
   EMBER_CHECK(K == K2, "matmul: shapes ", a_in.shape(), " and ", b_in.shape(), " cannot be multiplied (", K, " != ", K2,
               ")");
+  if (!a_vec && !b_vec && a.dim() == 2 && b.dim() == 2) {  // [M, K] @ [K, N]: straight to the backend
+    const auto a3 = as_batch_of_one(a), b3 = as_batch_of_one(b);
+    if (a3 && b3) {
+      Tensor out = empty({M, N}, dtype, a.device());
+      backend(a.device()).matmul(*a3, *b3, *as_batch_of_one(out));
+      return out;
+    }
+  }
   // [.., M, K] @ [K, N] with a foldable into rows: one GEMM of [(..)·M, K] @ [K, N], as PyTorch does.
-  if (b.dim() == 2 && a.dim() > 2 && a.is_contiguous()) {
+  if (b.dim() == 2 && a.dim() > 2 && a.is_contiguous() && K > 0) {  // K > 0: the fold divides by K
     Shape out_shape = a.shape();
     out_shape[out_shape.size() - 1] = N;
     Tensor flat = matmul(view(a, {a.numel() / K, K}), b);

@@ -32,6 +32,9 @@ Tensor to(const Tensor& t, Device device);
 // dst ← src (src broadcast to dst's shape, dtype converted, devices crossed). Bumps dst's version.
 void copy_(const Tensor& dst, const Tensor& src);
 void fill_(const Tensor& t, double value);
+// Makes dst's TensorImpl view src's data (storage, shape, strides, dtype), keeping dst's autograd fields:
+// every handle to dst sees the new data. What Module::to uses (PyTorch's `param.data = ...`).
+void set_data(const Tensor& dst, const Tensor& src);
 
 // --- broadcasting and type promotion -------------------------------------------------------------
 // NumPy rules; throws naming `op` and both shapes when they do not broadcast.
@@ -39,7 +42,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 // PyTorch's result_type for two tensors: larger category wins (bool < integer < floating); within a
 // category, a dimensioned tensor's dtype wins over a 0-d one's; otherwise the larger dtype.
 DType result_type(const Tensor& a, const Tensor& b);
-// Throws "<op>: tensors on different devices: cpu and cuda:0; move one with .to(...)".
+// Throws "tensors on different devices: cpu and cuda:0 in <op>; move one with .to(...)" (DESIGN.md).
 void check_same_device(const Tensor& a, const Tensor& b, const char* op);
 
 // --- element-wise ----------------------------------------------------------------------------------

@@ -7,12 +7,12 @@
 namespace ember {
 
 Storage::Storage(size_t bytes, Device device) : bytes_(bytes), device_(device) {
-  Backend& b = backend(device);  // even for 0 bytes: a device this build cannot serve fails here
-  if (bytes > 0) data_ = b.allocate(bytes, device.index);
+  backend_ = &backend(device);  // even for 0 bytes: a device this build cannot serve fails here
+  if (bytes > 0) data_ = backend_->allocate(bytes, device.index);
 }
 
 Storage::~Storage() {
-  if (data_ != nullptr) backend(device_).deallocate(data_, bytes_, device_.index);
+  if (data_ != nullptr) backend_->deallocate(data_, bytes_, device_.index);
 }
 
 Generator& default_generator() {

@@ -8,6 +8,8 @@
 
 namespace ember {
 
+class Backend;
+
 class Storage {
  public:
   // Allocates `bytes` on `device` through its Backend (cached: no system call per tensor).
@@ -29,6 +31,9 @@ class Storage {
   void* data_ = nullptr;
   size_t bytes_ = 0;
   Device device_;
+  // NOTE: the backend that allocated data_ frees it. Looking it up again in the destructor could throw
+  // (a destructor that throws terminates) or reach a different backend after set_backend_override.
+  Backend* backend_ = nullptr;
   uint64_t version_ = 0;
 };
 

@@ -1,6 +1,7 @@
 // Tensor metadata and data access.
 #include "core/tensor.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "core/raw.h"
@@ -13,8 +14,15 @@ TensorImpl& Tensor::impl() const {
   return *impl_;
 }
 
-int64_t Tensor::size(int64_t dim) const { return shape()[wrap_dim(dim, this->dim(), "size")]; }
-int64_t Tensor::stride(int64_t dim) const { return strides()[wrap_dim(dim, this->dim(), "stride")]; }
+// NOTE: wrap_dim accepts dim 0 and -1 for a 0-d tensor (for reductions); a 0-d tensor has no size to read.
+int64_t Tensor::size(int64_t dim) const {
+  EMBER_CHECK(this->dim() > 0, "size(", dim, "): a 0-d tensor has no dims; its shape is []");
+  return shape()[wrap_dim(dim, this->dim(), "size")];
+}
+int64_t Tensor::stride(int64_t dim) const {
+  EMBER_CHECK(this->dim() > 0, "stride(", dim, "): a 0-d tensor has no dims; its shape is []");
+  return strides()[wrap_dim(dim, this->dim(), "stride")];
+}
 
 bool Tensor::is_contiguous() const { return arg().is_contiguous(); }
 
@@ -86,7 +94,8 @@ Tensor& Tensor::add_(const Tensor& other) {
 }
 
 Tensor& Tensor::mul_(double value) {
-  raw::binary_(BinaryOp::mul, *this, raw::scalar_like(*this, value, false));
+  // A whole-number factor acts as an integer scalar (like mul_(2) in PyTorch), so integer tensors accept it.
+  raw::binary_(BinaryOp::mul, *this, raw::scalar_like(*this, value, std::isfinite(value) && std::nearbyint(value) == value));
   return *this;
 }
 

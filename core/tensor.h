@@ -138,6 +138,16 @@ class Tensor {
   void set_grad(const Tensor& g) { impl().grad = g.impl_; }
   const std::shared_ptr<autograd::Node>& grad_fn() const { return impl().grad_fn; }
   bool is_leaf() const { return impl().grad_fn == nullptr; }
+  // Computes the gradient of this tensor with respect to every leaf that requires grad and adds it to
+  // the leaf's grad() (accumulating across calls until the grads are reset). `gradient` is dL/d(this),
+  // of this tensor's shape; it may be omitted only for a one-element tensor (a loss), where it is 1.
+  // The graph's saved tensors are freed afterwards unless retain_graph. Defined in autograd/engine.cpp.
+  // Throws ember::Error when this tensor does not require grad, when `gradient` is omitted for a
+  // tensor of more than one element or mismatches its shape, and when a tensor the backward needs was
+  // modified in place after the forward.
+  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+  // A new tensor sharing this one's data, outside any graph (no grad_fn, requires no grad).
+  Tensor detach() const;
 
   TensorImpl& impl() const;  // throws on an undefined tensor
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }

@@ -165,6 +165,8 @@ Tensor expand(const Tensor& t, const Shape& requested) {
     if (od >= 0) {
       const int64_t have = t.shape()[od];
       if (shape[d] == -1) shape[d] = have;
+      EMBER_CHECK(shape[d] >= 0, "expand: invalid size ", shape[d], " for dim ", d, " in ", requested,
+                  " (only -1, to keep a size, may be negative)");
       EMBER_CHECK(have == shape[d] || have == 1, "expand: the size ", have, " of dim ", od, " (shape ", t.shape(),
                   ") must match ", shape[d], " in the target ", requested, ", or be 1");
       strides[d] = have == shape[d] ? t.strides()[od] : 0;

@@ -41,9 +41,13 @@ CachingAllocator::CachingAllocator(SystemAllocator system) : system_(system), fr
 CachingAllocator::~CachingAllocator() { release_cached_locked(); }
 
 void* CachingAllocator::allocate(size_t bytes) {
+  std::lock_guard lock(mutex_);
+  // NOTE: above this, size_class() would wrap around to a small size (and the class index run off the lists).
+  EMBER_CHECK(bytes <= (size_t{1} << 62), "cpu: out of memory allocating ", bytes, " bytes (", stats_.allocated,
+              " bytes allocated by Ember tensors, ", stats_.reserved, " reserved); the request is larger than any "
+              "machine's memory: check the tensor's shape");
   const size_t rounded = size_class(bytes);
   const int cls = class_index(rounded);
-  std::lock_guard lock(mutex_);
   void* ptr = nullptr;
   auto& list = free_lists_[cls];
   if (!list.empty()) {
@@ -55,8 +59,9 @@ void* CachingAllocator::allocate(size_t bytes) {
       release_cached_locked();
       ptr = system_.allocate(rounded);
     }
-    EMBER_CHECK(ptr != nullptr, "cpu: out of memory allocating ", rounded, " bytes (", stats_.allocated,
-                " bytes allocated by Ember tensors); lower the batch size or the model size");
+    EMBER_CHECK(ptr != nullptr, "cpu: out of memory allocating ", bytes, " bytes (", stats_.allocated,
+                " bytes allocated by Ember tensors, ", stats_.reserved, " reserved, cache released); lower the "
+                "batch size or the model size");
     stats_.reserved += rounded;
     ++stats_.device_allocs;
   }

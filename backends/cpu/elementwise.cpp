@@ -1,4 +1,5 @@
 // unary, binary and where: strided loops around the functors of backends/kernels.h.
+#include <limits>
 #include <type_traits>
 
 #include "backends/cpu/cpu_backend.h"
@@ -36,6 +37,19 @@ void dispatch_binary_op(BinaryOp op, Fn&& fn) {
 
 template <typename T>
 constexpr bool is_float_v = std::is_floating_point_v<T>;
+
+// An op parameter (clamp bound, pow exponent) in the element type. NOTE: casting ±inf (an absent clamp
+// bound) or any out-of-range double to an integer is undefined behaviour: saturate instead.
+template <typename T>
+T param_cast(double v) {
+  if constexpr (std::is_integral_v<T>) {
+    using L = std::numeric_limits<T>;
+    if (v != v) return T(0);
+    if (v <= static_cast<double>(L::lowest())) return L::lowest();
+    if (v >= static_cast<double>(L::max())) return L::max();
+  }
+  return static_cast<T>(v);
+}
 
 template <typename Out, typename In, typename F>
 void unary_loop(const TensorArg& in, const TensorArg& out, F f) {
@@ -86,7 +100,7 @@ void CpuBackend::unary(UnaryOp op, const TensorArg& in, const TensorArg& out, do
         detail::throw_error(op_name(kOp), ": not defined for dtype ", dtype_name(in.dtype),
                             "; convert with .to(DType::f32)");
       } else {
-        unary_loop<T, T>(in, out, kernels::UnaryFn<kOp, T>{static_cast<T>(alpha), static_cast<T>(beta)});
+        unary_loop<T, T>(in, out, kernels::UnaryFn<kOp, T>{param_cast<T>(alpha), param_cast<T>(beta)});
       }
     });
   });

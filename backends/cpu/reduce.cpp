@@ -93,20 +93,27 @@ void reduce_impl(const TensorArg& in, const TensorArg& out) {
   EMBER_CHECK(count > 0 || (op != ReduceOp::max && op != ReduceOp::min),
               "max/min: cannot reduce over an empty dim (no identity); the input has 0 elements there");
 
+  // Every output is its fixed-size chunks' partial results combined in chunk order, whichever of the two
+  // paths below computes it. NOTE: the path depends on the number of threads, so the summation order
+  // must not: results are then bit-identical for any EMBER_NUM_THREADS.
+  constexpr int64_t kChunk = 1 << 16;
+  const int64_t chunks = (count + kChunk - 1) / kChunk;
   if (plan.num_outputs >= num_threads() || count < kGrainSize) {
     parallel_for(plan.num_outputs, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(count, 1)),
                  [&](int64_t begin, int64_t end) {
                    for (int64_t o = begin; o < end; ++o) {
                      int64_t in_off, out_off;
                      plan.offsets(o, in_off, out_off);
-                     out_base[out_off] = finish(reduce_range<op, T, Acc>(ops, in_base + in_off * sizeof(T), 0, count));
+                     Acc acc = f.identity();
+                     for (int64_t c = 0; c < chunks; ++c)
+                       acc = f(acc, reduce_range<op, T, Acc>(ops, in_base + in_off * sizeof(T), c * kChunk,
+                                                             std::min(count, (c + 1) * kChunk)));
+                     out_base[out_off] = finish(acc);
                    }
                  });
     return;
   }
-  // Few outputs, long reductions: split each reduction into fixed chunks.
-  constexpr int64_t kChunk = 1 << 16;
-  const int64_t chunks = (count + kChunk - 1) / kChunk;
+  // Few outputs, long reductions: threads split each reduction's chunks.
   std::vector<Acc> partial(static_cast<size_t>(chunks));
   for (int64_t o = 0; o < plan.num_outputs; ++o) {
     int64_t in_off, out_off;

@@ -1,5 +1,7 @@
 #pragma once
 // Everything a user program needs: #include <ember/ember.h>
+#include "autograd/gradcheck.h"
+#include "autograd/node.h"
 #include "autograd/ops.h"
 #include "backends/cuda_info.h"
 #include "backends/log.h"

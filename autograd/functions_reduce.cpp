@@ -1,0 +1,134 @@
+// Reductions and their gradients: sum/mean spread the gradient back (an expand view, no copy);
+// max/min over dims share it evenly among ties (PyTorch's amax); max/min(x, dim) send it to the index
+// they return; argmax/argmin carry none.
+#include "autograd/node.h"
+#include "autograd/ops.h"
+#include "core/raw.h"
+
+namespace ember {
+namespace {
+
+using autograd::make_node;
+using autograd::SavedTensor;
+using autograd::set_history;
+
+// The output shape with keepdim = true: `shape` with the reduced dims (all when `dims` is empty) set to 1.
+Shape kept_shape(const Shape& shape, const Shape& dims, const char* op) {
+  Shape kept = shape;
+  if (dims.empty()) {
+    for (int64_t& s : kept) s = 1;
+  } else if (!shape.empty()) {
+    for (int64_t dim : dims) kept[wrap_dim(dim, shape.size(), op)] = 1;
+  }
+  return kept;
+}
+
+// The dims that `kept` reduces out of `shape` (size 1 in kept, larger in shape).
+Shape reduced_dims(const Shape& shape, const Shape& kept) {
+  Shape dims;
+  for (int d = 0; d < shape.size(); ++d)
+    if (kept[d] == 1 && shape[d] != 1) dims.push_back(d);
+  return dims;
+}
+
+// sum and mean: every input element gets the output gradient (times 1/count for mean).
+struct SumBackward : autograd::Node {
+  Shape kept;
+  double scale = 1;
+  bool mean = false;
+  std::string_view name() const override { return mean ? "mean" : "sum"; }
+  void backward(const Tensor& g, Tensor* grad_inputs) override {
+    const Tensor gk = mean ? g.reshape(kept) * scale : g.reshape(kept);
+    grad_inputs[0] = gk.expand(next[0].shape);
+  }
+};
+
+// max/min/amax/amin: the gradient goes to the elements equal to the result, split evenly among ties.
+struct ExtremumBackward : autograd::Node {
+  Shape kept;
+  bool is_max = true;
+  SavedTensor x, y;
+  std::string_view name() const override { return is_max ? "max" : "min"; }
+  void release() override {
+    x.release();
+    y.release();
+  }
+  void backward(const Tensor& g, Tensor* grad_inputs) override {
+    const Tensor input = x.unpack(*this);
+    const Tensor mask = eq(input, y.unpack(*this).reshape(kept)).to(g.dtype());
+    const Shape dims = reduced_dims(input.shape(), kept);
+    const Tensor gk = g.reshape(kept);
+    grad_inputs[0] = dims.empty() ? mask * gk : mask * (gk / sum(mask, dims, /*keepdim=*/true));
+  }
+};
+
+// max/min(x, dim): the gradient goes to the returned index.
+struct IndexReduceBackward : autograd::Node {
+  Shape kept;
+  int dim = 0;
+  SavedTensor index;  // keepdim form
+  std::string_view name() const override { return "max/min(dim)"; }
+  void release() override { index.release(); }
+  void backward(const Tensor& g, Tensor* grad_inputs) override {
+    grad_inputs[0] = raw::scatter_add(next[0].shape, dim, index.unpack(*this), g.reshape(kept));
+  }
+};
+
+Tensor sum_or_mean(const Tensor& x, const Shape& dims, bool keepdim, bool mean) {
+  Tensor out = raw::reduce(mean ? ReduceOp::mean : ReduceOp::sum, x, dims, keepdim);
+  if (auto node = make_node<SumBackward>(x)) {
+    node->kept = kept_shape(x.shape(), dims, mean ? "mean" : "sum");
+    node->mean = mean;
+    if (mean) node->scale = static_cast<double>(node->kept.numel()) / static_cast<double>(std::max<int64_t>(x.numel(), 1));
+    set_history(out, std::move(node));
+  }
+  return out;
+}
+
+Tensor extremum(const Tensor& x, const Shape& dims, bool keepdim, bool is_max) {
+  Tensor out = raw::reduce(is_max ? ReduceOp::max : ReduceOp::min, x, dims, keepdim);
+  if (auto node = make_node<ExtremumBackward>(x)) {
+    node->kept = kept_shape(x.shape(), dims, is_max ? "max" : "min");
+    node->is_max = is_max;
+    node->x.save(x);
+    node->y.save(out, /*is_output=*/true);
+    set_history(out, std::move(node));
+  }
+  return out;
+}
+
+std::tuple<Tensor, Tensor> index_reduce(const Tensor& x, int64_t dim, bool keepdim, bool is_max) {
+  const char* name = is_max ? "max" : "min";
+  Tensor idx = raw::arg_reduce(is_max ? ArgReduceOp::argmax : ArgReduceOp::argmin, x, dim, true);
+  if (x.dim() == 0) return {x.clone(), idx};  // a 0-d tensor is its own max
+  const int d = wrap_dim(dim, x.dim(), name);
+  Tensor values = raw::gather(x, d, idx);
+  if (auto node = make_node<IndexReduceBackward>(x)) {
+    node->kept = values.shape();
+    node->dim = d;
+    node->index.save(idx);
+    set_history(values, std::move(node));
+  }
+  if (!keepdim) return {values.squeeze(d), raw::squeeze(idx, d)};
+  return {values, idx};
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& x) { return sum_or_mean(x, {}, false, false); }
+Tensor sum(const Tensor& x, const Shape& dims, bool keepdim) { return sum_or_mean(x, dims, keepdim, false); }
+Tensor mean(const Tensor& x) { return sum_or_mean(x, {}, false, true); }
+Tensor mean(const Tensor& x, const Shape& dims, bool keepdim) { return sum_or_mean(x, dims, keepdim, true); }
+Tensor max(const Tensor& x) { return extremum(x, {}, false, true); }
+Tensor min(const Tensor& x) { return extremum(x, {}, false, false); }
+Tensor amax(const Tensor& x, const Shape& dims, bool keepdim) { return extremum(x, dims, keepdim, true); }
+Tensor amin(const Tensor& x, const Shape& dims, bool keepdim) { return extremum(x, dims, keepdim, false); }
+std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) { return index_reduce(x, dim, keepdim, true); }
+std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim) { return index_reduce(x, dim, keepdim, false); }
+
+Tensor argmax(const Tensor& x) { return raw::arg_reduce(ArgReduceOp::argmax, raw::reshape(x, {-1}), 0, false); }
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) { return raw::arg_reduce(ArgReduceOp::argmax, x, dim, keepdim); }
+Tensor argmin(const Tensor& x) { return raw::arg_reduce(ArgReduceOp::argmin, raw::reshape(x, {-1}), 0, false); }
+Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) { return raw::arg_reduce(ArgReduceOp::argmin, x, dim, keepdim); }
+
+}  // namespace ember
