@@ -6,6 +6,7 @@
 #include "backends/cuda_info.h"
 #include "backends/log.h"
 #include "core/tensor.h"
+#include "data/data.h"
 
 namespace ember {
 // Memory statistics of a device's allocator (bytes).

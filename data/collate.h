@@ -1,0 +1,64 @@
+#pragma once
+// Collation: B examples → one Batch of contiguous tensors, input [B, ...] and target [B, ...].
+// The DataLoader owns one Collator and calls make() from its worker threads; each thread passes its own
+// Workspace, so the hot path allocates only the two batch tensors (from the caching allocator, or from
+// the user's BatchAllocator).
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "data/dataset.h"
+#include "data/transforms.h"
+
+namespace ember::data {
+
+// One batch: input [B, ...] and target [B, ...] (e.g. [64, 1, 28, 28] f32 and [64] i64).
+struct Batch {
+  Tensor input;
+  Tensor target;
+};
+
+// Allocates a batch tensor that collation then fills: it must return a contiguous tensor of exactly
+// `shape` and `dtype` whose memory the CPU writes (checked: the batch fails with a clear error
+// otherwise). Called concurrently from worker threads, so it must be thread-safe.
+//
+// The CUDA hook: the default allocates from Ember's CPU caching allocator. For a CUDA training device, the
+// CUDA backend will supply an allocator that returns page-locked (pinned) host tensors — a cudaHostAlloc'd
+// caching pool, exposed as a host-addressable Storage — so that `batch.input.to(cuda)` becomes a
+// cudaMemcpyAsync on the device's stream that overlaps the previous step's compute. Nothing in data/
+// changes: the loader only needs host-writable, contiguous memory.
+using BatchAllocator = std::function<Tensor(const Shape& shape, DType dtype)>;
+
+// Per-thread scratch memory, reused from batch to batch.
+struct Workspace {
+  Tensor staging;             // [max B, example input] f32: dataset output before transforms
+  std::vector<float> ping, pong;  // between two transforms of one example
+};
+
+class Collator {
+ public:
+  // Reads dataset->spec() once and checks the transforms against it: inputs must be f32 when there are
+  // transforms, and each transform must accept the previous one's output shape. Throws ember::Error
+  // naming the transform otherwise.
+  Collator(DatasetPtr dataset, std::vector<AnyTransform> transforms, BatchAllocator allocator);
+
+  // The batch of examples `indices` (dataset indices); transform randomness for example i comes from
+  // ExampleRng(transform_key, i). Throws what the dataset, a transform or the allocator throws.
+  Batch make(std::span<const int64_t> indices, uint64_t transform_key, Workspace& ws) const;
+
+  const ExampleSpec& spec() const { return spec_; }
+  const Shape& input_shape() const { return shapes_.back(); }  // one example's input after transforms
+
+ private:
+  Tensor allocate(const Shape& example, int64_t batch, DType dtype) const;
+  void transform_batch(const float* staged, int64_t batch, std::span<const int64_t> indices,
+                       uint64_t transform_key, float* out, Workspace& ws) const;
+
+  DatasetPtr dataset_;
+  std::vector<AnyTransform> transforms_;
+  BatchAllocator allocator_;
+  ExampleSpec spec_;
+  std::vector<Shape> shapes_;  // shapes_[k]: input of transform k; shapes_.back(): final
+};
+
+}  // namespace ember::data

@@ -1,0 +1,8 @@
+#pragma once
+// The data layer (namespace ember::data): datasets, readers, transforms and the DataLoader.
+#include "data/collate.h"
+#include "data/csv.h"
+#include "data/dataset.h"
+#include "data/idx.h"
+#include "data/loader.h"
+#include "data/transforms.h"

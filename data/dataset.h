@@ -1,0 +1,107 @@
+#pragma once
+// Datasets: indexable collections of examples. An example is a pair of tensors (input, target) on the
+// CPU; every example of a dataset has the same shapes and dtypes (its ExampleSpec), so a DataLoader can
+// collate B of them into contiguous [B, ...] batch tensors.
+//
+// Thread safety: get() and get_batch() are const and are called concurrently from DataLoader worker
+// threads; implementations must not mutate shared state without synchronisation.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace ember::data {
+
+// One example: e.g. input [1, 28, 28] f32 and target [] i64 (a class index).
+struct Example {
+  Tensor input;
+  Tensor target;
+};
+
+// Shapes and dtypes of one example (without the batch dim).
+struct ExampleSpec {
+  Shape input_shape{};
+  DType input_dtype = DType::f32;
+  Shape target_shape{};
+  DType target_dtype = DType::i64;
+};
+
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+
+  virtual int64_t size() const = 0;
+  // Example `index` in [0, size()). Throws ember::Error when the index is out of range.
+  virtual Example get(int64_t index) const = 0;
+
+  // Shapes and dtypes of every example. Default: those of get(0); throws when the dataset is empty.
+  virtual ExampleSpec spec() const;
+
+  // Collation fast path: writes example indices[b] into row b of `input` [B, spec.input_shape...] and
+  // `target` [B, spec.target_shape...] (contiguous CPU tensors of the spec's dtypes, B = indices.size()).
+  // The default calls get() per example and copies; datasets override it to copy straight from their
+  // storage without allocating per example. Throws when an index is out of range or an example's shape
+  // or dtype differs from the buffers' (less the batch dim).
+  virtual void get_batch(std::span<const int64_t> indices, const Tensor& input, const Tensor& target) const;
+};
+
+using DatasetPtr = std::shared_ptr<const Dataset>;
+
+// Throws "<op>: index 12 is out of range for a dataset of 10 examples" unless 0 <= index < size.
+void check_index(int64_t index, int64_t size, const char* op);
+
+// Wraps a pair of tensors whose dim 0 indexes examples: inputs [N, ...], targets [N, ...]. Both are
+// copied to contiguous CPU memory once at construction. Throws when either is undefined or 0-d, or when
+// their dim 0 sizes differ.
+class TensorDataset : public Dataset {
+ public:
+  TensorDataset(const Tensor& inputs, const Tensor& targets);
+
+  int64_t size() const override { return size_; }
+  Example get(int64_t index) const override;  // views into the stored tensors (no copy)
+  ExampleSpec spec() const override { return spec_; }
+  void get_batch(std::span<const int64_t> indices, const Tensor& input, const Tensor& target) const override;
+
+  const Tensor& inputs() const { return inputs_; }
+  const Tensor& targets() const { return targets_; }
+
+ protected:
+  TensorDataset() = default;
+  void init(const Tensor& inputs, const Tensor& targets, const char* op);
+
+ private:
+  Tensor inputs_, targets_;
+  int64_t size_ = 0;
+  ExampleSpec spec_;
+};
+
+// The examples of `base` at `indices` (in that order). Throws when an index is out of range of `base`.
+class Subset : public Dataset {
+ public:
+  Subset(DatasetPtr base, std::vector<int64_t> indices);
+
+  int64_t size() const override { return static_cast<int64_t>(indices_.size()); }
+  Example get(int64_t index) const override;
+  ExampleSpec spec() const override { return base_->spec(); }
+  void get_batch(std::span<const int64_t> indices, const Tensor& input, const Tensor& target) const override;
+
+  const std::vector<int64_t>& indices() const { return indices_; }
+
+ private:
+  DatasetPtr base_;
+  std::vector<int64_t> indices_;
+};
+
+// Splits `dataset` into disjoint random subsets of the given sizes, which must add up to its size
+// (e.g. {50000, 10000}). The same seed gives the same split. Throws when the lengths do not add up or
+// one is negative.
+std::vector<std::shared_ptr<Subset>> random_split(DatasetPtr dataset, const std::vector<int64_t>& lengths,
+                                                  uint64_t seed);
+
+// A random permutation of [0, n) drawn from `gen` (Fisher–Yates on Philox; advances gen by n).
+// The same generator state gives the same permutation on every machine.
+std::vector<int64_t> random_permutation(int64_t n, Generator& gen);
+
+}  // namespace ember::data
