@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace ember {
 
@@ -12,6 +13,12 @@ class Error : public std::runtime_error {
  public:
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
+
+// " (did you mean 'momentum'?)" when a choice is close to `word` (edit distance ≤ 1/3 of its length, at
+// least 1), else "". For messages about unknown keys and names.
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& choices);
+// "a, b, c" — for messages that list the valid choices.
+std::string join(const std::vector<std::string>& items, const char* separator = ", ");
 
 namespace detail {
 template <typename... Args>

@@ -1,6 +1,6 @@
-// conv2d on the CPU: im2col + OpenBLAS GEMM, one image at a time so the column buffer stays in cache.
-// Batches of at least `threads` images run one image per thread (single-threaded GEMM inside the
-// parallel region); smaller batches run images in turn with multi-threaded GEMM.
+// conv2d on the CPU: im2col + OpenBLAS GEMM over chunks of images whose column buffer stays in cache.
+// With at least `threads` chunks, each thread takes whole chunks (single-threaded GEMM inside the
+// parallel region); otherwise chunks run in turn with multi-threaded GEMM.
 //
 // Shapes (NCHW): x [N, C, H, W], w [O, C/G, KH, KW], y [N, O, OH, OW]; per group g the GEMM is
 //   y_g [O/G, OH·OW] = w_g [O/G, CKK] · col_g [CKK, OH·OW],  CKK = (C/G)·KH·KW.
@@ -37,13 +37,13 @@ struct ConvGeometry {
   }
 };
 
-// col [CKK, OH·OW] ← x_g [Cg, H, W]
+// col [CKK, OH·OW] ← x_g [Cg, H, W]; rows of col are `ld` apart (ld ≥ OH·OW: several images side by side).
 template <typename T>
-void im2col(const ConvGeometry& g, const T* x, T* col) {
+void im2col(const ConvGeometry& g, const T* x, T* col, int64_t ld) {
   for (int64_t c = 0; c < g.Cg; ++c)
     for (int64_t kh = 0; kh < g.KH; ++kh)
       for (int64_t kw = 0; kw < g.KW; ++kw) {
-        T* row = col + ((c * g.KH + kh) * g.KW + kw) * g.OHW;
+        T* row = col + ((c * g.KH + kh) * g.KW + kw) * ld;
         int64_t w_lo, w_hi;
         g.valid_range(kw * g.dw, g.W, g.sw, g.pw, g.OW, w_lo, w_hi);
         for (int64_t oh = 0; oh < g.OH; ++oh) {
@@ -63,13 +63,13 @@ void im2col(const ConvGeometry& g, const T* x, T* col) {
       }
 }
 
-// x_g [Cg, H, W] += col [CKK, OH·OW] (the adjoint of im2col)
+// x_g [Cg, H, W] += col [CKK, OH·OW] (the adjoint of im2col), rows `ld` apart.
 template <typename T>
-void col2im(const ConvGeometry& g, const T* col, T* x) {
+void col2im(const ConvGeometry& g, const T* col, T* x, int64_t ld) {
   for (int64_t c = 0; c < g.Cg; ++c)
     for (int64_t kh = 0; kh < g.KH; ++kh)
       for (int64_t kw = 0; kw < g.KW; ++kw) {
-        const T* row = col + ((c * g.KH + kh) * g.KW + kw) * g.OHW;
+        const T* row = col + ((c * g.KH + kh) * g.KW + kw) * ld;
         int64_t w_lo, w_hi;
         g.valid_range(kw * g.dw, g.W, g.sw, g.pw, g.OW, w_lo, w_hi);
         for (int64_t oh = 0; oh < g.OH; ++oh) {
@@ -82,38 +82,63 @@ void col2im(const ConvGeometry& g, const T* col, T* x) {
       }
 }
 
-// Runs fn(n, thread_slot) for every image: in parallel over images when there are enough of them.
-// Returns the number of thread slots used (for per-thread partial results).
+// Images are processed in chunks of k side by side — col [CKK, k·OH·OW] — so each GEMM is wide enough for
+// OpenBLAS to run near its peak, while a chunk's column buffer (~1 MiB) stays in cache. 1×1 convolutions
+// use the input as the column matrix directly, one image at a time.
+int64_t chunk_images(const ConvGeometry& g) {
+  if (g.col_is_input) return 1;
+  static const int64_t kTargetElements = getenv("EMBER_CONV_TARGET") ? atoll(getenv("EMBER_CONV_TARGET")) : (1 << 18);
+  return std::clamp<int64_t>(kTargetElements / std::max<int64_t>(1, (g.CKK + g.Og) * g.OHW), 1, g.N);
+}
+
+// Runs fn(first_image, count, thread_slot) over chunks of k images: in parallel over chunks when there
+// are enough of them for every thread, else one chunk after another (GEMM then uses all threads).
 template <typename Fn>
-void for_each_image(int64_t n_images, Fn&& fn) {
-  if (n_images >= num_threads() && num_threads() > 1) {
-    parallel_for(n_images, 1, [&](int64_t begin, int64_t end) {
+void for_each_chunk(int64_t n_images, int64_t k, Fn&& fn) {
+  const int64_t chunks = (n_images + k - 1) / k;
+  const auto run = [&](int64_t c, int slot) { fn(c * k, std::min(k, n_images - c * k), slot); };
+  if (chunks >= num_threads() && num_threads() > 1) {
+    parallel_for(chunks, 1, [&](int64_t begin, int64_t end) {
       const int slot = omp_thread_id();
-      for (int64_t n = begin; n < end; ++n) fn(n, slot);
+      for (int64_t c = begin; c < end; ++c) run(c, slot);
     });
   } else {
     enable_flush_denormal_on_this_thread();
-    for (int64_t n = 0; n < n_images; ++n) fn(n, 0);
+    for (int64_t c = 0; c < chunks; ++c) run(c, 0);
   }
 }
 
 template <typename T>
 void conv_forward(CpuBackend& be, const ConvGeometry& g, const T* x, const T* w, const T* bias, T* y) {
   const int slots = num_threads();
-  CpuBackend::Workspace ws(be, g.col_is_input ? 0 : sizeof(T) * g.CKK * g.OHW * slots);
-  for_each_image(g.N, [&](int64_t n, int slot) {
-    T* col = ws.as<T>() + slot * g.CKK * g.OHW;
+  const int64_t k = chunk_images(g), ld = k * g.OHW;
+  // Per slot: the column matrix [CKK, k·OHW] and the GEMM result [Og, k·OHW].
+  const int64_t per_slot = g.col_is_input ? 0 : (g.CKK + g.Og) * ld;
+  CpuBackend::Workspace ws(be, sizeof(T) * per_slot * slots);
+  for_each_chunk(g.N, k, [&](int64_t n0, int64_t count, int slot) {
+    T* col = ws.as<T>() + slot * per_slot;
+    T* out = col + g.CKK * ld;
     for (int64_t gi = 0; gi < g.G; ++gi) {
-      const T* xg = x + (n * g.C + gi * g.Cg) * g.H * g.W;
-      if (!g.col_is_input) im2col(g, xg, col);
-      T* yg = y + (n * g.O + gi * g.Og) * g.OHW;
-      gemm<T>(false, false, g.Og, g.OHW, g.CKK, T(1), w + gi * g.Og * g.CKK, g.CKK, g.col_is_input ? xg : col, g.OHW,
-              T(0), yg, g.OHW);
-      if (bias != nullptr)
+      const T* wg = w + gi * g.Og * g.CKK;
+      if (g.col_is_input) {  // count == 1: y_g = w_g · x_g straight into the output
+        const T* xg = x + (n0 * g.C + gi * g.Cg) * g.H * g.W;
+        gemm<T>(false, false, g.Og, g.OHW, g.CKK, T(1), wg, g.CKK, xg, g.OHW, T(0), y + (n0 * g.O + gi * g.Og) * g.OHW,
+                g.OHW);
+      } else {
+        for (int64_t j = 0; j < count; ++j) im2col(g, x + ((n0 + j) * g.C + gi * g.Cg) * g.H * g.W, col + j * g.OHW, ld);
+        gemm<T>(false, false, g.Og, count * g.OHW, g.CKK, T(1), wg, g.CKK, col, ld, T(0), out, ld);
+      }
+      for (int64_t j = 0; j < count; ++j)
         for (int64_t o = 0; o < g.Og; ++o) {
-          const T b = bias[gi * g.Og + o];
-          T* row = yg + o * g.OHW;
-          for (int64_t i = 0; i < g.OHW; ++i) row[i] += b;
+          T* dst = y + ((n0 + j) * g.O + gi * g.Og + o) * g.OHW;
+          const T b = bias != nullptr ? bias[gi * g.Og + o] : T(0);
+          if (g.col_is_input) {
+            if (bias != nullptr)
+              for (int64_t i = 0; i < g.OHW; ++i) dst[i] += b;
+          } else {
+            const T* src = out + o * ld + j * g.OHW;
+            for (int64_t i = 0; i < g.OHW; ++i) dst[i] = src[i] + b;
+          }
         }
     }
   });
@@ -122,29 +147,40 @@ void conv_forward(CpuBackend& be, const ConvGeometry& g, const T* x, const T* w,
 template <typename T>
 void conv_backward(CpuBackend& be, const ConvGeometry& g, const T* x, const T* w, const T* gy, T* gx, T* gw, T* gb) {
   const int slots = num_threads();
-  const int64_t col_elems = g.col_is_input ? 0 : g.CKK * g.OHW;
-  // Per slot: a column buffer for x (weight grad) and one for the input grad; per-slot weight partials.
-  CpuBackend::Workspace cols(be, sizeof(T) * col_elems * 2 * slots);
+  const int64_t k = chunk_images(g), ld = k * g.OHW;
+  // Per slot: col of x [CKK, ld], the gathered output gradient [Og, ld], the column gradient [CKK, ld].
+  const int64_t per_slot = g.col_is_input ? 0 : (2 * g.CKK + g.Og) * ld;
+  CpuBackend::Workspace cols(be, sizeof(T) * per_slot * slots);
   CpuBackend::Workspace partial(be, gw != nullptr ? sizeof(T) * g.O * g.CKK * slots : 0);
   if (gw != nullptr) std::fill(partial.as<T>(), partial.as<T>() + g.O * g.CKK * slots, T(0));
-  for_each_image(g.N, [&](int64_t n, int slot) {
-    T* col = cols.as<T>() + slot * col_elems * 2;
-    T* grad_col = col + col_elems;
-    if (gx != nullptr) std::fill(gx + n * g.C * g.H * g.W, gx + (n + 1) * g.C * g.H * g.W, T(0));
+  for_each_chunk(g.N, k, [&](int64_t n0, int64_t count, int slot) {
+    T* col = cols.as<T>() + slot * per_slot;
+    T* gy_chunk = col + g.CKK * ld;
+    T* grad_col = gy_chunk + g.Og * ld;
+    if (gx != nullptr) std::fill(gx + n0 * g.C * g.H * g.W, gx + (n0 + count) * g.C * g.H * g.W, T(0));
     for (int64_t gi = 0; gi < g.G; ++gi) {
-      const T* xg = x + (n * g.C + gi * g.Cg) * g.H * g.W;
-      const T* gyg = gy + (n * g.O + gi * g.Og) * g.OHW;
       const T* wg = w + gi * g.Og * g.CKK;
-      if (gw != nullptr) {  // partial_g [Og, CKK] += gy_g [Og, OHW] · col_gᵀ
-        if (!g.col_is_input) im2col(g, xg, col);
-        gemm<T>(false, true, g.Og, g.CKK, g.OHW, T(1), gyg, g.OHW, g.col_is_input ? xg : col, g.OHW, T(1),
+      const T* xg = x + (n0 * g.C + gi * g.Cg) * g.H * g.W;
+      const T* gyg = gy + (n0 * g.O + gi * g.Og) * g.OHW;
+      T* gxg = gx != nullptr ? gx + (n0 * g.C + gi * g.Cg) * g.H * g.W : nullptr;
+      if (g.col_is_input) {  // count == 1
+        if (gw != nullptr)
+          gemm<T>(false, true, g.Og, g.CKK, g.OHW, T(1), gyg, g.OHW, xg, g.OHW, T(1),
+                  partial.as<T>() + slot * g.O * g.CKK + gi * g.Og * g.CKK, g.CKK);
+        if (gx != nullptr) gemm<T>(true, false, g.CKK, g.OHW, g.Og, T(1), wg, g.CKK, gyg, g.OHW, T(0), gxg, g.OHW);
+        continue;
+      }
+      for (int64_t j = 0; j < count; ++j)  // gather gy_g of each image side by side: [Og, count·OHW]
+        for (int64_t o = 0; o < g.Og; ++o)
+          std::memcpy(gy_chunk + o * ld + j * g.OHW, gyg + (j * g.O + o) * g.OHW, g.OHW * sizeof(T));
+      if (gw != nullptr) {  // partial_g [Og, CKK] += gy_chunk · colᵀ
+        for (int64_t j = 0; j < count; ++j) im2col(g, xg + j * g.C * g.H * g.W, col + j * g.OHW, ld);
+        gemm<T>(false, true, g.Og, g.CKK, count * g.OHW, T(1), gy_chunk, ld, col, ld, T(1),
                 partial.as<T>() + slot * g.O * g.CKK + gi * g.Og * g.CKK, g.CKK);
       }
-      if (gx != nullptr) {  // grad_col [CKK, OHW] = w_gᵀ · gy_g, then scattered back to the image
-        T* gxg = gx + (n * g.C + gi * g.Cg) * g.H * g.W;
-        gemm<T>(true, false, g.CKK, g.OHW, g.Og, T(1), wg, g.CKK, gyg, g.OHW, T(0), g.col_is_input ? gxg : grad_col,
-                g.OHW);
-        if (!g.col_is_input) col2im(g, grad_col, gxg);
+      if (gx != nullptr) {  // grad_col [CKK, count·OHW] = w_gᵀ · gy_chunk, scattered back image by image
+        gemm<T>(true, false, g.CKK, count * g.OHW, g.Og, T(1), wg, g.CKK, gy_chunk, ld, T(0), grad_col, ld);
+        for (int64_t j = 0; j < count; ++j) col2im(g, grad_col + j * g.OHW, gxg + j * g.C * g.H * g.W, ld);
       }
     }
   });

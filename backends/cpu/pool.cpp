@@ -14,7 +14,7 @@ struct Window {
   int64_t divisor;         // avg: the count PyTorch divides by
 };
 
-Window window(const Pool2dParams& p, int64_t H, int64_t W, int64_t oh, int64_t ow) {
+inline Window window(const Pool2dParams& p, int64_t H, int64_t W, int64_t oh, int64_t ow) {
   int64_t h0 = oh * p.stride[0] - p.padding[0], w0 = ow * p.stride[1] - p.padding[1];
   int64_t h1 = std::min(h0 + p.kernel[0], H + p.padding[0]), w1 = std::min(w0 + p.kernel[1], W + p.padding[1]);
   const int64_t padded = (h1 - h0) * (w1 - w0);
@@ -25,28 +25,51 @@ Window window(const Pool2dParams& p, int64_t H, int64_t W, int64_t oh, int64_t o
   return {h0, h1, w0, w1, p.count_include_pad ? padded : (h1 - h0) * (w1 - w0)};
 }
 
+// The common 2×2, stride 2, unpadded max pool as a straight loop (no window arithmetic).
+template <typename T>
+void max_pool_2x2(const T* xp, T* out, int64_t* idx, int64_t W, int64_t OH, int64_t OW) {
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    const T* r0 = xp + 2 * oh * W;
+    const T* r1 = r0 + W;
+    for (int64_t ow = 0; ow < OW; ++ow) {
+      const int64_t w = 2 * ow;
+      T best = r0[w];
+      int64_t at = 2 * oh * W + w;
+      // Later elements win only when strictly greater (first maximum), or when NaN (NaN propagates).
+      if (r0[w + 1] > best || r0[w + 1] != r0[w + 1]) best = r0[w + 1], at = 2 * oh * W + w + 1;
+      if (r1[w] > best || r1[w] != r1[w]) best = r1[w], at = (2 * oh + 1) * W + w;
+      if (r1[w + 1] > best || r1[w + 1] != r1[w + 1]) best = r1[w + 1], at = (2 * oh + 1) * W + w + 1;
+      out[oh * OW + ow] = best;
+      if (idx != nullptr) idx[oh * OW + ow] = at;
+    }
+  }
+}
+
 template <typename T>
 void pool_forward(PoolOp op, const TensorArg& x, const TensorArg& y, int64_t* indices, const Pool2dParams& p) {
   const int64_t planes = x.shape[0] * x.shape[1], H = x.shape[2], W = x.shape[3], OH = y.shape[2], OW = y.shape[3];
   const T* in = x.ptr<T>();
   T* out = y.ptr<T>();
+  const bool fast_2x2 = op == PoolOp::max && p.kernel[0] == 2 && p.kernel[1] == 2 && p.stride[0] == 2 &&
+                        p.stride[1] == 2 && p.padding[0] == 0 && p.padding[1] == 0;
   parallel_for(planes, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, H * W)), [&](int64_t begin, int64_t end) {
     for (int64_t pl = begin; pl < end; ++pl) {
       const T* xp = in + pl * H * W;
+      if (fast_2x2) {
+        max_pool_2x2(xp, out + pl * OH * OW, indices != nullptr ? indices + pl * OH * OW : nullptr, W, OH, OW);
+        continue;
+      }
       for (int64_t oh = 0; oh < OH; ++oh)
         for (int64_t ow = 0; ow < OW; ++ow) {
           const Window win = window(p, H, W, oh, ow);
           const int64_t o = pl * OH * OW + oh * OW + ow;
           if (op == PoolOp::max) {
-            T best = -std::numeric_limits<T>::infinity();
             int64_t best_i = win.h0 * W + win.w0;
+            T best = xp[best_i];
             for (int64_t h = win.h0; h < win.h1; ++h)
               for (int64_t w = win.w0; w < win.w1; ++w) {
                 const T v = xp[h * W + w];
-                if (v > best || (kernels::m_isnan(v) && !kernels::m_isnan(best))) {
-                  best = v;
-                  best_i = h * W + w;
-                }
+                if (v > best || v != v) best = v, best_i = h * W + w;
               }
             out[o] = best;
             if (indices != nullptr) indices[o] = best_i;

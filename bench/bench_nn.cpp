@@ -1,0 +1,101 @@
+// Fused nn ops on the CPU: conv2d forward and forward+backward for the two convolutions of the Fashion-MNIST
+// CNN (GFLOP/s, direct-convolution FLOPs: 2·N·O·OH·OW·C·KH·KW per pass), pooling, batch norm,
+// cross entropy and an optimizer step. tools/bench_torch_nn.py measures the same ops in LibTorch (through
+// Debian's python3-torch) for the side-by-side figures in docs/benchmarks.md.
+#include <benchmark/benchmark.h>
+
+#include <ember/ember.h>
+
+#include "nn/functional.h"
+
+using namespace ember;
+namespace F = ember::nn::functional;
+
+namespace {
+
+void conv_counters(benchmark::State& state, double flops_per_pass, int passes) {
+  state.counters["GFLOP/s"] = benchmark::Counter(flops_per_pass * passes, benchmark::Counter::kIsIterationInvariantRate,
+                                                 benchmark::Counter::kIs1000);
+}
+
+// args: N, C, H, O (3×3 kernel, padding 1)
+void BM_Conv2dForward(benchmark::State& state) {
+  const int64_t N = state.range(0), C = state.range(1), H = state.range(2), O = state.range(3);
+  Generator gen(0);
+  const Tensor x = randn({N, C, H, H}, {}, &gen), w = randn({O, C, 3, 3}, {}, &gen), b = randn({O}, {}, &gen);
+  F::Conv2dOptions o;
+  o.padding[0] = o.padding[1] = 1;
+  for (auto _ : state) benchmark::DoNotOptimize(F::conv2d(x, w, b, o).data_ptr());
+  conv_counters(state, 2.0 * N * O * H * H * C * 9, 1);
+}
+BENCHMARK(BM_Conv2dForward)->Args({64, 1, 28, 32})->Args({64, 32, 14, 64})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_Conv2dForwardBackward(benchmark::State& state) {
+  const int64_t N = state.range(0), C = state.range(1), H = state.range(2), O = state.range(3);
+  Generator gen(0);
+  // The first layer of a network needs no input gradient; the second does: 2 or 3 passes of FLOPs.
+  const bool input_grad = C > 1;
+  Tensor x = randn({N, C, H, H}, {}, &gen), w = randn({O, C, 3, 3}, {}, &gen), b = randn({O}, {}, &gen);
+  x.requires_grad_(input_grad);
+  w.requires_grad_();
+  b.requires_grad_();
+  F::Conv2dOptions o;
+  o.padding[0] = o.padding[1] = 1;
+  const Tensor g = randn({N, O, H, H}, {}, &gen);
+  for (auto _ : state) {
+    F::conv2d(x, w, b, o).backward(g);
+    benchmark::DoNotOptimize(w.grad().data_ptr());
+    w.set_grad({});
+    b.set_grad({});
+    if (input_grad) x.set_grad({});
+  }
+  conv_counters(state, 2.0 * N * O * H * H * C * 9, input_grad ? 3 : 2);
+}
+BENCHMARK(BM_Conv2dForwardBackward)->Args({64, 1, 28, 32})->Args({64, 32, 14, 64})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_MaxPool2d(benchmark::State& state) {
+  const Tensor x = randn({64, 32, 28, 28});
+  F::Pool2dOptions o;
+  for (auto _ : state) benchmark::DoNotOptimize(F::max_pool2d(x, o).data_ptr());
+  state.counters["GB/s"] = benchmark::Counter(x.numel() * 4.0 * 1.25 + x.numel() * 2.0,  // read x, write y + i64 indices
+                                              benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_MaxPool2d)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void BM_BatchNormTrainForward(benchmark::State& state) {
+  const Tensor x = randn({64, 32, 28, 28});
+  Tensor rm = zeros({32}), rv = ones({32}), w = ones({32}), b = zeros({32});
+  for (auto _ : state) benchmark::DoNotOptimize(F::batch_norm(x, rm, rv, w, b, true).data_ptr());
+  state.counters["GB/s"] = benchmark::Counter(x.numel() * 4.0 * 4,  // two statistics passes, read + write
+                                              benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_BatchNormTrainForward)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void BM_CrossEntropyForwardBackward(benchmark::State& state) {
+  Tensor logits = randn({256, 10}).requires_grad_();
+  const Tensor target = (rand({256}) * 10.0f).to(DType::i64);
+  for (auto _ : state) {
+    F::cross_entropy(logits, target).backward();
+    benchmark::DoNotOptimize(logits.grad().data_ptr());
+    logits.set_grad({});
+  }
+}
+BENCHMARK(BM_CrossEntropyForwardBackward)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void BM_AdamStep(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  Tensor p = randn({n}), g = randn({n}), m = zeros({n}), v = zeros({n});
+  OptimizerParams params;
+  const TensorArg ma = m.arg(), va = v.arg();
+  for (auto _ : state) {
+    ++params.step;
+    backend(kCPU).optimizer_step(OptimizerOp::adam, params, p.arg(), g.arg(), &ma, &va, nullptr);
+  }
+  state.counters["GB/s"] = benchmark::Counter(n * 4.0 * 7, benchmark::Counter::kIsIterationInvariantRate,
+                                              benchmark::Counter::kIs1000);  // read p g m v, write p m v
+}
+BENCHMARK(BM_AdamStep)->Arg(1 << 20)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,71 @@
+#pragma once
+// nn::functional — the stateless layer and loss functions (torch.nn.functional). Each records the
+// autograd graph; the heavy ones (conv2d, pooling, normalisation, cross entropy) run as fused Backend ops
+// with fused backward passes, the rest are compositions of differentiable tensor ops.
+//
+// Shapes: N batch, C channels, H/W spatial, O output channels, K kernel, D features.
+#include <cstdint>
+
+#include "autograd/ops.h"
+#include "core/tensor.h"
+
+namespace ember::nn::functional {
+
+enum class Reduction { none, mean, sum };
+
+// y = x @ weightᵀ + bias. x [*, in], weight [out, in], bias [out] or undefined.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});
+
+struct Conv2dOptions {
+  int64_t stride[2] = {1, 1};
+  int64_t padding[2] = {0, 0};
+  int64_t dilation[2] = {1, 1};
+  int64_t groups = 1;
+};
+// x [N, C, H, W] (or [C, H, W]), weight [O, C/groups, KH, KW], bias [O] or undefined → [N, O, OH, OW] with
+// OH = (H + 2·padding - dilation·(KH-1) - 1) / stride + 1.
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = {}, const Conv2dOptions& options = {});
+
+struct Pool2dOptions {
+  int64_t kernel[2] = {2, 2};
+  int64_t stride[2] = {0, 0};  // 0: the kernel size (PyTorch's default)
+  int64_t padding[2] = {0, 0};
+  bool count_include_pad = true;  // avg only
+};
+// x [N, C, H, W] (or [C, H, W]) → [N, C, OH, OW], OH = (H + 2·padding - kernel) / stride + 1.
+// padding must be at most half the kernel. max: the gradient goes to each window's first maximum.
+Tensor max_pool2d(const Tensor& x, const Pool2dOptions& options);
+Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& options);
+// Average pooling to [N, C, out_h, out_w]; H and W must be multiples of the output size (1×1: global).
+Tensor adaptive_avg_pool2d(const Tensor& x, int64_t out_h = 1, int64_t out_w = 1);
+
+// x [N, C] or [N, C, *]; running_mean/var [C] (updated in place when training; may be undefined only when
+// training); weight/bias [C] or undefined.
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                  const Tensor& bias, bool training, double momentum = 0.1, double eps = 1e-5);
+// Normalises over the trailing dims `normalized_shape`; weight/bias have that shape or are undefined.
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = {}, const Tensor& bias = {},
+                  double eps = 1e-5);
+// Zeroes each element with probability p and scales the rest by 1/(1-p) when training; identity otherwise.
+Tensor dropout(const Tensor& x, double p, bool training, Generator* gen = nullptr);
+// weight [V, D], indices i64 of any shape → [*indices.shape, D]. Backward scatter-adds into weight.
+Tensor embedding(const Tensor& indices, const Tensor& weight);
+
+// --- losses: input [N, C] with class indices target i64 [N], or same-shaped targets ---------------------
+struct CrossEntropyOptions {
+  int64_t ignore_index = -100;
+  double label_smoothing = 0.0;
+  Reduction reduction = Reduction::mean;  // mean: over the targets that are not ignore_index
+};
+// log_softmax + nll fused. logits [N, C] (or [C] with a 0-d target).
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyOptions& options = {});
+// log_probs [N, C], target i64 [N].
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target, int64_t ignore_index = -100,
+                Reduction reduction = Reduction::mean);
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::mean);
+Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::mean);
+// Sigmoid + binary cross entropy, stable for large |logits|: max(x,0) - x·y + log(1 + e^-|x|).
+Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target,
+                                        Reduction reduction = Reduction::mean);
+
+}  // namespace ember::nn::functional

@@ -1,0 +1,161 @@
+// conv2d and pooling: fused Backend ops with fused backward passes.
+#include "autograd/node.h"
+#include "core/raw.h"
+#include "nn/functional.h"
+
+namespace ember::nn::functional {
+namespace {
+
+using autograd::SavedTensor;
+
+// 3-D inputs are one unbatched image: run as a batch of one, then drop the batch dim again.
+struct Batched {
+  Tensor x;
+  bool added;
+  Batched(const Tensor& in, const char* op) : x(in), added(in.dim() == 3) {
+    EMBER_CHECK(in.dim() == 3 || in.dim() == 4, op, ": expected input [N, C, H, W] or [C, H, W], got shape ",
+                in.shape());
+    if (added) x = in.unsqueeze(0);
+  }
+  Tensor finish(const Tensor& y) const { return added ? y.squeeze(0) : y; }
+};
+
+struct Conv2dBackward : autograd::Node {
+  Conv2dParams p;
+  SavedTensor x, w;
+  bool has_bias = false;
+  std::string_view name() const override { return "conv2d"; }
+  void release() override {
+    x.release();
+    w.release();
+  }
+  void backward(const Tensor& g, Tensor* grad_inputs) override {
+    const Tensor xv = x.unpack(*this), wv = w.unpack(*this), gy = raw::contiguous(g);
+    TensorArg gxa, gwa, gba;
+    if (needs_grad(0)) gxa = (grad_inputs[0] = raw::empty(xv.shape(), xv.dtype(), xv.device())).arg();
+    if (needs_grad(1)) gwa = (grad_inputs[1] = raw::empty(wv.shape(), wv.dtype(), wv.device())).arg();
+    if (has_bias && needs_grad(2)) gba = (grad_inputs[2] = raw::empty({wv.size(0)}, wv.dtype(), wv.device())).arg();
+    backend(xv.device()).conv2d_backward(xv.arg(), wv.arg(), gy.arg(), needs_grad(0) ? &gxa : nullptr,
+                                         needs_grad(1) ? &gwa : nullptr, has_bias && needs_grad(2) ? &gba : nullptr, p);
+  }
+};
+
+int64_t out_size(int64_t in, int64_t pad, int64_t dilation, int64_t kernel, int64_t stride) {
+  return (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
+}
+
+struct Pool2dBackward : autograd::Node {
+  PoolOp op;
+  Pool2dParams p;
+  Shape input_shape;
+  SavedTensor indices;  // max only
+  std::string_view name() const override { return op == PoolOp::max ? "max_pool2d" : "avg_pool2d"; }
+  void release() override { indices.release(); }
+  void backward(const Tensor& g, Tensor* grad_inputs) override {
+    const Tensor gy = raw::contiguous(g);
+    Tensor gx = raw::empty(input_shape, gy.dtype(), gy.device());
+    const Tensor idx = op == PoolOp::max ? indices.unpack(*this) : Tensor();
+    const TensorArg ia = idx.defined() ? idx.arg() : TensorArg{};
+    backend(gy.device()).pool2d_backward(op, gy.arg(), idx.defined() ? &ia : nullptr, gx.arg(), p);
+    grad_inputs[0] = gx;
+  }
+};
+
+Tensor pool2d(PoolOp op, const Tensor& input, const Pool2dOptions& o) {
+  const char* name = op == PoolOp::max ? "max_pool2d" : "avg_pool2d";
+  const Batched b(input, name);
+  EMBER_CHECK(is_floating(input.dtype()), name, ": needs a floating input, got ", dtype_name(input.dtype()));
+  Pool2dParams p;
+  for (int i = 0; i < 2; ++i) {
+    p.kernel[i] = o.kernel[i];
+    p.stride[i] = o.stride[i] == 0 ? o.kernel[i] : o.stride[i];
+    p.padding[i] = o.padding[i];
+    EMBER_CHECK(p.kernel[i] > 0 && p.stride[i] > 0 && p.padding[i] >= 0, name, ": kernel [", o.kernel[0], ", ",
+                o.kernel[1], "] and stride must be positive, padding non-negative");
+    EMBER_CHECK(2 * p.padding[i] <= p.kernel[i], name, ": padding ", p.padding[i], " must be at most half the kernel ",
+                p.kernel[i]);
+  }
+  p.count_include_pad = o.count_include_pad;
+  const Tensor x = raw::contiguous(b.x);
+  const int64_t OH = out_size(x.size(2), p.padding[0], 1, p.kernel[0], p.stride[0]);
+  const int64_t OW = out_size(x.size(3), p.padding[1], 1, p.kernel[1], p.stride[1]);
+  EMBER_CHECK(OH > 0 && OW > 0, name, ": the input ", input.shape(), " is smaller than the kernel [", p.kernel[0], ", ",
+              p.kernel[1], "] (with padding)");
+  Tensor y = raw::empty({x.size(0), x.size(1), OH, OW}, x.dtype(), x.device());
+  Tensor idx = op == PoolOp::max ? raw::empty(y.shape(), DType::i64, x.device()) : Tensor();
+  const TensorArg ia = idx.defined() ? idx.arg() : TensorArg{};
+  backend(x.device()).pool2d_forward(op, x.arg(), y.arg(), idx.defined() ? &ia : nullptr, p);
+  if (auto node = autograd::make_node<Pool2dBackward>(b.x)) {
+    node->op = op;
+    node->p = p;
+    node->input_shape = x.shape();
+    if (idx.defined()) node->indices.save(idx);
+    autograd::set_history(y, std::move(node));
+  }
+  return b.finish(y);
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dOptions& o) {
+  const Batched b(input, "conv2d");
+  raw::check_same_device(input, weight, "conv2d");
+  EMBER_CHECK(weight.dim() == 4, "conv2d: weight must be [O, C/groups, KH, KW], got shape ", weight.shape());
+  EMBER_CHECK(is_floating(input.dtype()) && input.dtype() == weight.dtype(), "conv2d: input (", dtype_name(input.dtype()),
+              ") and weight (", dtype_name(weight.dtype()), ") must share a floating dtype");
+  const int64_t C = b.x.size(1), O = weight.size(0), G = o.groups;
+  EMBER_CHECK(G >= 1 && C % G == 0 && O % G == 0, "conv2d: groups ", G, " must divide the input channels ", C,
+              " and the output channels ", O);
+  EMBER_CHECK(weight.size(1) * G == C, "conv2d: the input has ", C, " channels but the weight ", weight.shape(),
+              " expects ", weight.size(1) * G, " (weight.size(1) · groups)");
+  if (bias.defined()) {
+    raw::check_same_device(input, bias, "conv2d");
+    EMBER_CHECK(bias.shape() == Shape({O}) && bias.dtype() == weight.dtype(), "conv2d: bias must be [", O, "] ",
+                dtype_name(weight.dtype()), ", got ", bias.shape(), " ", dtype_name(bias.dtype()));
+  }
+  Conv2dParams p;
+  p.groups = G;
+  for (int i = 0; i < 2; ++i) {
+    p.stride[i] = o.stride[i];
+    p.padding[i] = o.padding[i];
+    p.dilation[i] = o.dilation[i];
+    EMBER_CHECK(p.stride[i] > 0 && p.dilation[i] > 0 && p.padding[i] >= 0,
+                "conv2d: stride and dilation must be positive and padding non-negative");
+  }
+  const Tensor x = raw::contiguous(b.x), w = raw::contiguous(weight);
+  const int64_t OH = out_size(x.size(2), p.padding[0], p.dilation[0], w.size(2), p.stride[0]);
+  const int64_t OW = out_size(x.size(3), p.padding[1], p.dilation[1], w.size(3), p.stride[1]);
+  EMBER_CHECK(OH > 0 && OW > 0, "conv2d: the input ", input.shape(), " is smaller than the (dilated) kernel ",
+              weight.shape(), " with padding [", p.padding[0], ", ", p.padding[1], "]");
+  Tensor y = raw::empty({x.size(0), O, OH, OW}, x.dtype(), x.device());
+  const Tensor bc = bias.defined() ? raw::contiguous(bias) : Tensor();
+  const TensorArg ba = bc.defined() ? bc.arg() : TensorArg{};
+  backend(x.device()).conv2d_forward(x.arg(), w.arg(), bc.defined() ? &ba : nullptr, y.arg(), p);
+  auto node = bias.defined() ? autograd::make_node<Conv2dBackward>(b.x, weight, bias)
+                             : autograd::make_node<Conv2dBackward>(b.x, weight);
+  if (node) {
+    node->p = p;
+    node->has_bias = bias.defined();
+    node->x.save(x);
+    node->w.save(w);
+    autograd::set_history(y, std::move(node));
+  }
+  return b.finish(y);
+}
+
+Tensor max_pool2d(const Tensor& x, const Pool2dOptions& options) { return pool2d(PoolOp::max, x, options); }
+Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& options) { return pool2d(PoolOp::avg, x, options); }
+
+Tensor adaptive_avg_pool2d(const Tensor& x, int64_t out_h, int64_t out_w) {
+  EMBER_CHECK(x.dim() == 3 || x.dim() == 4, "adaptive_avg_pool2d: expected [N, C, H, W] or [C, H, W], got ", x.shape());
+  const int64_t H = x.size(-2), W = x.size(-1);
+  EMBER_CHECK(out_h > 0 && out_w > 0 && H % out_h == 0 && W % out_w == 0, "adaptive_avg_pool2d: output [", out_h, ", ",
+              out_w, "] must divide the input's spatial size [", H, ", ", W, "]");
+  if (out_h == 1 && out_w == 1) return mean(x, {-2, -1}, /*keepdim=*/true);
+  Pool2dOptions o;
+  o.kernel[0] = o.stride[0] = H / out_h;
+  o.kernel[1] = o.stride[1] = W / out_w;
+  return avg_pool2d(x, o);
+}
+
+}  // namespace ember::nn::functional

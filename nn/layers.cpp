@@ -1,0 +1,161 @@
+#include "nn/layers.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "core/raw.h"
+#include "nn/init.h"
+
+namespace ember::nn {
+namespace {
+
+// PyTorch's default for Linear and Conv2d: kaiming_uniform_(a = √5) on the weight, which is
+// U(-1/√fan_in, 1/√fan_in), and the same bound for the bias.
+void default_init(Tensor& weight, Tensor* bias, Generator* gen) {
+  init::kaiming_uniform_(weight, std::sqrt(5.0), init::FanMode::fan_in, init::Nonlinearity::leaky_relu, gen);
+  if (bias != nullptr) {
+    const double bound = 1.0 / std::sqrt(static_cast<double>(init::fans(weight).first));
+    init::uniform_(*bias, -bound, bound, gen);
+  }
+}
+
+std::string pair_str(const int64_t v[2]) {
+  std::ostringstream s;
+  if (v[0] == v[1]) s << v[0];
+  else s << '(' << v[0] << ", " << v[1] << ')';
+  return s.str();
+}
+
+}  // namespace
+
+Linear::Linear(int64_t in, int64_t out, bool with_bias, Generator* gen) : in_features(in), out_features(out) {
+  EMBER_CHECK(in > 0 && out > 0, "Linear: in_features (", in, ") and out_features (", out, ") must be positive");
+  weight = register_parameter("weight", empty({out, in}));
+  if (with_bias) bias = register_parameter("bias", empty({out}));
+  default_init(weight, with_bias ? &bias : nullptr, gen);
+}
+
+Tensor Linear::forward(const Tensor& x) { return functional::linear(x, weight, bias); }
+
+std::string Linear::describe() const {
+  return "Linear(in=" + std::to_string(in_features) + ", out=" + std::to_string(out_features) +
+         (bias.defined() ? "" : ", bias=false") + ")";
+}
+
+Conv2d::Conv2d(int64_t in, int64_t out, const Conv2dOptions& o, Generator* gen)
+    : in_channels(in), out_channels(out), options(o) {
+  EMBER_CHECK(in > 0 && out > 0 && o.groups > 0 && in % o.groups == 0 && out % o.groups == 0, "Conv2d: channels (in ",
+              in, ", out ", out, ") must be positive multiples of groups (", o.groups, ")");
+  EMBER_CHECK(o.kernel_size[0] > 0 && o.kernel_size[1] > 0, "Conv2d: kernel_size must be positive");
+  weight = register_parameter("weight", empty({out, in / o.groups, o.kernel_size[0], o.kernel_size[1]}));
+  if (o.bias) bias = register_parameter("bias", empty({out}));
+  default_init(weight, o.bias ? &bias : nullptr, gen);
+}
+
+Conv2d::Conv2d(int64_t in, int64_t out, int64_t kernel_size, int64_t stride, int64_t padding)
+    : Conv2d(in, out, Conv2dOptions{{kernel_size, kernel_size}, {stride, stride}, {padding, padding}}) {}
+
+Tensor Conv2d::forward(const Tensor& x) {
+  functional::Conv2dOptions o;
+  for (int i = 0; i < 2; ++i) {
+    o.stride[i] = options.stride[i];
+    o.padding[i] = options.padding[i];
+    o.dilation[i] = options.dilation[i];
+  }
+  o.groups = options.groups;
+  return functional::conv2d(x, weight, bias, o);
+}
+
+std::string Conv2d::describe() const {
+  std::ostringstream s;
+  s << "Conv2d(" << in_channels << ", " << out_channels << ", kernel=" << pair_str(options.kernel_size)
+    << ", stride=" << pair_str(options.stride) << ", padding=" << pair_str(options.padding);
+  if (options.dilation[0] != 1 || options.dilation[1] != 1) s << ", dilation=" << pair_str(options.dilation);
+  if (options.groups != 1) s << ", groups=" << options.groups;
+  if (!options.bias) s << ", bias=false";
+  return s.str() + ")";
+}
+
+namespace {
+functional::Pool2dOptions pool_options(int64_t k, int64_t s, int64_t p) {
+  functional::Pool2dOptions o;
+  o.kernel[0] = o.kernel[1] = k;
+  o.stride[0] = o.stride[1] = s;
+  o.padding[0] = o.padding[1] = p;
+  return o;
+}
+std::string pool_describe(const char* name, const functional::Pool2dOptions& o) {
+  const int64_t stride[2] = {o.stride[0] == 0 ? o.kernel[0] : o.stride[0], o.stride[1] == 0 ? o.kernel[1] : o.stride[1]};
+  return std::string(name) + "(kernel=" + pair_str(o.kernel) + ", stride=" + pair_str(stride) +
+         ", padding=" + pair_str(o.padding) + ")";
+}
+}  // namespace
+
+MaxPool2d::MaxPool2d(int64_t k, int64_t s, int64_t p) : options(pool_options(k, s, p)) {}
+std::string MaxPool2d::describe() const { return pool_describe("MaxPool2d", options); }
+AvgPool2d::AvgPool2d(int64_t k, int64_t s, int64_t p) : options(pool_options(k, s, p)) {}
+std::string AvgPool2d::describe() const { return pool_describe("AvgPool2d", options); }
+
+BatchNorm::BatchNorm(int64_t n, int spatial_dims, double eps, double momentum, bool affine)
+    : num_features(n), eps(eps), momentum(momentum), spatial_dims_(spatial_dims) {
+  EMBER_CHECK(n > 0, type_name(), ": num_features must be positive, got ", n);
+  if (affine) {
+    weight = register_parameter("weight", ones({n}));
+    bias = register_parameter("bias", zeros({n}));
+  }
+  running_mean = register_buffer("running_mean", zeros({n}));
+  running_var = register_buffer("running_var", ones({n}));
+  num_batches_tracked = register_buffer("num_batches_tracked", zeros({}, {.dtype = DType::i64}));
+}
+
+Tensor BatchNorm::forward(const Tensor& x) {
+  const int want = spatial_dims_ == 2 ? 4 : 0;
+  EMBER_CHECK(want == 0 ? (x.dim() == 2 || x.dim() == 3) : x.dim() == want, type_name(), ": expected input ",
+              want == 4 ? "[N, C, H, W]" : "[N, C] or [N, C, L]", ", got shape ", x.shape());
+  EMBER_CHECK(x.size(1) == num_features, type_name(), ": the input has ", x.size(1), " channels (shape ", x.shape(),
+              "), the layer was built for ", num_features);
+  if (is_training()) raw::binary_(BinaryOp::add, num_batches_tracked, raw::scalar_like(num_batches_tracked, 1, true));
+  return functional::batch_norm(x, running_mean, running_var, weight, bias, is_training(), momentum, eps);
+}
+
+std::string BatchNorm::describe() const { return type_name() + "(" + std::to_string(num_features) + ")"; }
+
+LayerNorm::LayerNorm(const Shape& shape, double eps, bool affine) : normalized_shape(shape), eps(eps) {
+  if (affine) {
+    weight = register_parameter("weight", ones(shape));
+    bias = register_parameter("bias", zeros(shape));
+  }
+}
+
+Tensor LayerNorm::forward(const Tensor& x) { return functional::layer_norm(x, normalized_shape, weight, bias, eps); }
+
+Dropout::Dropout(double p, Generator* gen) : p(p), gen_(gen) {
+  EMBER_CHECK(p >= 0 && p <= 1, "Dropout: p must be in [0, 1], got ", p);
+}
+std::string Dropout::describe() const {
+  std::ostringstream s;
+  s << "Dropout(p=" << p << ")";
+  return s.str();
+}
+
+Embedding::Embedding(int64_t num, int64_t dim, Generator* gen) {
+  EMBER_CHECK(num > 0 && dim > 0, "Embedding: sizes must be positive, got ", num, " x ", dim);
+  weight = register_parameter("weight", empty({num, dim}));
+  init::normal_(weight, 0.0, 1.0, gen);
+}
+
+Sequential::Sequential(std::initializer_list<std::shared_ptr<Module>> modules) {
+  for (const auto& m : modules) push_back(m);
+}
+
+void Sequential::push_back(std::shared_ptr<Module> module) {
+  register_module(std::to_string(named_children().size()), std::move(module));
+}
+
+Tensor Sequential::forward(const Tensor& x) {
+  Tensor y = x;
+  for (const auto& [name, child] : named_children()) y = child->forward(y);
+  return y;
+}
+
+}  // namespace ember::nn

@@ -1,0 +1,202 @@
+#pragma once
+// Layers (torch.nn), with PyTorch's default initialisation so models train the same. Constructors take
+// an optional Generator for their initial values (default: the global one). Shapes: N batch, C channels.
+#include <initializer_list>
+
+#include "nn/functional.h"
+#include "nn/module.h"
+
+namespace ember::nn {
+
+// y = x·Wᵀ + b; W [out, in] and b [out] ~ U(-1/√in, 1/√in).
+class Linear : public Module {
+ public:
+  Linear(int64_t in_features, int64_t out_features, bool bias = true, Generator* gen = nullptr);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "Linear"; }
+  std::string describe() const override;
+  Tensor weight, bias;
+  int64_t in_features, out_features;
+};
+
+struct Conv2dOptions {
+  int64_t kernel_size[2] = {3, 3};
+  int64_t stride[2] = {1, 1};
+  int64_t padding[2] = {0, 0};
+  int64_t dilation[2] = {1, 1};
+  int64_t groups = 1;
+  bool bias = true;
+};
+// x [N, C_in, H, W] → [N, C_out, OH, OW]; W [C_out, C_in/groups, KH, KW] and b ~ U(-1/√fan_in, 1/√fan_in).
+class Conv2d : public Module {
+ public:
+  Conv2d(int64_t in_channels, int64_t out_channels, const Conv2dOptions& options, Generator* gen = nullptr);
+  Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride = 1, int64_t padding = 0);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "Conv2d"; }
+  std::string describe() const override;
+  Tensor weight, bias;
+  int64_t in_channels, out_channels;
+  Conv2dOptions options;
+};
+
+class MaxPool2d : public Module {
+ public:
+  explicit MaxPool2d(int64_t kernel_size, int64_t stride = 0, int64_t padding = 0);
+  explicit MaxPool2d(const functional::Pool2dOptions& options) : options(options) {}
+  Tensor forward(const Tensor& x) override { return functional::max_pool2d(x, options); }
+  std::string type_name() const override { return "MaxPool2d"; }
+  std::string describe() const override;
+  functional::Pool2dOptions options;
+};
+
+class AvgPool2d : public Module {
+ public:
+  explicit AvgPool2d(int64_t kernel_size, int64_t stride = 0, int64_t padding = 0);
+  explicit AvgPool2d(const functional::Pool2dOptions& options) : options(options) {}
+  Tensor forward(const Tensor& x) override { return functional::avg_pool2d(x, options); }
+  std::string type_name() const override { return "AvgPool2d"; }
+  std::string describe() const override;
+  functional::Pool2dOptions options;
+};
+
+class AdaptiveAvgPool2d : public Module {
+ public:
+  explicit AdaptiveAvgPool2d(int64_t out_h = 1, int64_t out_w = 1) : out_h(out_h), out_w(out_w) {}
+  Tensor forward(const Tensor& x) override { return functional::adaptive_avg_pool2d(x, out_h, out_w); }
+  std::string type_name() const override { return "AdaptiveAvgPool2d"; }
+  int64_t out_h, out_w;
+};
+
+// Batch norm over C of [N, C] / [N, C, L] (BatchNorm1d) or [N, C, H, W] (BatchNorm2d). weight = 1,
+// bias = 0; buffers running_mean = 0, running_var = 1, num_batches_tracked (i64).
+class BatchNorm : public Module {
+ public:
+  BatchNorm(int64_t num_features, int spatial_dims, double eps = 1e-5, double momentum = 0.1, bool affine = true);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return spatial_dims_ == 2 ? "BatchNorm2d" : "BatchNorm1d"; }
+  std::string describe() const override;
+  Tensor weight, bias, running_mean, running_var, num_batches_tracked;
+  int64_t num_features;
+  double eps, momentum;
+
+ private:
+  int spatial_dims_;
+};
+class BatchNorm1d : public BatchNorm {
+ public:
+  explicit BatchNorm1d(int64_t num_features, double eps = 1e-5, double momentum = 0.1, bool affine = true)
+      : BatchNorm(num_features, 1, eps, momentum, affine) {}
+};
+class BatchNorm2d : public BatchNorm {
+ public:
+  explicit BatchNorm2d(int64_t num_features, double eps = 1e-5, double momentum = 0.1, bool affine = true)
+      : BatchNorm(num_features, 2, eps, momentum, affine) {}
+};
+
+class LayerNorm : public Module {
+ public:
+  explicit LayerNorm(const Shape& normalized_shape, double eps = 1e-5, bool affine = true);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "LayerNorm"; }
+  Tensor weight, bias;
+  Shape normalized_shape;
+  double eps;
+};
+
+class Dropout : public Module {
+ public:
+  explicit Dropout(double p = 0.5, Generator* gen = nullptr);
+  Tensor forward(const Tensor& x) override { return functional::dropout(x, p, is_training(), gen_); }
+  std::string type_name() const override { return "Dropout"; }
+  std::string describe() const override;
+  double p;
+
+ private:
+  Generator* gen_;
+};
+
+// Lookup table: weight [num_embeddings, dim] ~ N(0, 1); forward(indices i64) → [*, dim].
+class Embedding : public Module {
+ public:
+  Embedding(int64_t num_embeddings, int64_t embedding_dim, Generator* gen = nullptr);
+  Tensor forward(const Tensor& indices) override { return functional::embedding(indices, weight); }
+  std::string type_name() const override { return "Embedding"; }
+  Tensor weight;
+};
+
+class Flatten : public Module {
+ public:
+  explicit Flatten(int64_t start_dim = 1, int64_t end_dim = -1) : start_dim(start_dim), end_dim(end_dim) {}
+  Tensor forward(const Tensor& x) override { return x.flatten(start_dim, end_dim); }
+  std::string type_name() const override { return "Flatten"; }
+  int64_t start_dim, end_dim;
+};
+
+#define EMBER_ACTIVATION(Name, expr)                                   \
+  class Name : public Module {                                         \
+   public:                                                             \
+    Tensor forward(const Tensor& x) override { return expr; }          \
+    std::string type_name() const override { return #Name; }          \
+  };
+EMBER_ACTIVATION(ReLU, relu(x))
+EMBER_ACTIVATION(GELU, gelu(x))
+EMBER_ACTIVATION(Tanh, tanh(x))
+EMBER_ACTIVATION(Sigmoid, sigmoid(x))
+#undef EMBER_ACTIVATION
+
+class Softmax : public Module {
+ public:
+  explicit Softmax(int64_t dim = -1) : dim(dim) {}
+  Tensor forward(const Tensor& x) override { return softmax(x, dim); }
+  std::string type_name() const override { return "Softmax"; }
+  int64_t dim;
+};
+
+// Runs its children in order; children are named "0", "1", ... as in PyTorch.
+class Sequential : public Module {
+ public:
+  Sequential() = default;
+  Sequential(std::initializer_list<std::shared_ptr<Module>> modules);
+  void push_back(std::shared_ptr<Module> module);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "Sequential"; }
+  size_t size() const { return named_children().size(); }
+  std::shared_ptr<Module> operator[](size_t i) const { return named_children().at(i).second; }
+};
+
+// --- losses as modules: forward(input, target) ---------------------------------------------------------
+class CrossEntropyLoss : public Module {
+ public:
+  explicit CrossEntropyLoss(functional::CrossEntropyOptions options = {}) : options(options) {}
+  Tensor forward(const Tensor& logits, const Tensor& target) { return functional::cross_entropy(logits, target, options); }
+  std::string type_name() const override { return "CrossEntropyLoss"; }
+  functional::CrossEntropyOptions options;
+};
+
+class NLLLoss : public Module {
+ public:
+  explicit NLLLoss(int64_t ignore_index = -100, functional::Reduction reduction = functional::Reduction::mean)
+      : ignore_index(ignore_index), reduction(reduction) {}
+  Tensor forward(const Tensor& log_probs, const Tensor& target) {
+    return functional::nll_loss(log_probs, target, ignore_index, reduction);
+  }
+  std::string type_name() const override { return "NLLLoss"; }
+  int64_t ignore_index;
+  functional::Reduction reduction;
+};
+
+#define EMBER_LOSS(Name, fn)                                                                                 \
+  class Name : public Module {                                                                               \
+   public:                                                                                                   \
+    explicit Name(functional::Reduction reduction = functional::Reduction::mean) : reduction(reduction) {}   \
+    Tensor forward(const Tensor& input, const Tensor& target) { return functional::fn(input, target, reduction); } \
+    std::string type_name() const override { return #Name; }                                                 \
+    functional::Reduction reduction;                                                                          \
+  };
+EMBER_LOSS(MSELoss, mse_loss)
+EMBER_LOSS(L1Loss, l1_loss)
+EMBER_LOSS(BCEWithLogitsLoss, binary_cross_entropy_with_logits)
+#undef EMBER_LOSS
+
+}  // namespace ember::nn

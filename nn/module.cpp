@@ -1,0 +1,175 @@
+#include "nn/module.h"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+#include "autograd/grad_mode.h"
+#include "core/raw.h"
+
+namespace ember::nn {
+
+Tensor Module::forward(const Tensor&) {
+  detail::throw_error(type_name(), ": this module has no single-tensor forward(); call its own forward "
+                      "signature (or give the class a forward(const Tensor&) override)");
+}
+
+void Module::check_name(const std::string& name, const char* what) const {
+  EMBER_CHECK(!name.empty() && name.find('.') == std::string::npos, type_name(), ": ", what, " name '", name,
+              "' must be non-empty and contain no '.'");
+  const auto taken = [&](const auto& list) {
+    return std::any_of(list.begin(), list.end(), [&](const auto& e) { return e.first == name; });
+  };
+  EMBER_CHECK(!taken(parameters_) && !taken(buffers_) && !taken(children_), type_name(), ": the name '", name,
+              "' is already registered in this module");
+}
+
+Tensor& Module::register_parameter(const std::string& name, Tensor value, bool requires_grad) {
+  check_name(name, "parameter");
+  EMBER_CHECK(value.defined(), type_name(), ": parameter '", name, "' is an undefined tensor");
+  if (requires_grad) value.requires_grad_(true);
+  parameters_.emplace_back(name, std::move(value));
+  return parameters_.back().second;
+}
+
+Tensor& Module::register_buffer(const std::string& name, Tensor value) {
+  check_name(name, "buffer");
+  EMBER_CHECK(value.defined(), type_name(), ": buffer '", name, "' is an undefined tensor");
+  buffers_.emplace_back(name, std::move(value));
+  return buffers_.back().second;
+}
+
+void Module::add_child(const std::string& name, std::shared_ptr<Module> module) {
+  check_name(name, "module");
+  EMBER_CHECK(module != nullptr, type_name(), ": module '", name, "' is null");
+  module->train(training_);
+  children_.emplace_back(name, std::move(module));
+}
+
+void Module::collect(const std::string& prefix, bool recurse, bool params, NamedTensors& out) const {
+  for (const auto& [name, t] : params ? parameters_ : buffers_) out.emplace_back(prefix + name, t);
+  if (!recurse) return;
+  for (const auto& [name, child] : children_) child->collect(prefix + name + ".", true, params, out);
+}
+
+NamedTensors Module::named_parameters(bool recurse) const {
+  NamedTensors out;
+  collect("", recurse, true, out);
+  return out;
+}
+
+NamedTensors Module::named_buffers(bool recurse) const {
+  NamedTensors out;
+  collect("", recurse, false, out);
+  return out;
+}
+
+std::vector<Tensor> Module::parameters(bool recurse) const {
+  std::vector<Tensor> out;
+  for (auto& [name, t] : named_parameters(recurse)) out.push_back(t);
+  return out;
+}
+
+std::vector<Tensor> Module::buffers(bool recurse) const {
+  std::vector<Tensor> out;
+  for (auto& [name, t] : named_buffers(recurse)) out.push_back(t);
+  return out;
+}
+
+std::vector<std::shared_ptr<Module>> Module::children() const {
+  std::vector<std::shared_ptr<Module>> out;
+  for (const auto& [name, child] : children_) out.push_back(child);
+  return out;
+}
+
+int64_t Module::parameter_count() const {
+  int64_t n = 0;
+  for (const Tensor& p : parameters()) n += p.numel();
+  return n;
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (auto& [name, child] : children_) child->train(on);
+}
+
+void Module::to(Device device) {
+  NoGradGuard no_grad;
+  for (auto* list : {&parameters_, &buffers_})
+    for (auto& [name, t] : *list) {
+      raw::set_data(t, raw::to(t, device));
+      if (t.grad().defined()) raw::set_data(t.grad(), raw::to(t.grad(), device));
+    }
+  for (auto& [name, child] : children_) child->to(device);
+}
+
+void Module::to(DType dtype) {
+  NoGradGuard no_grad;
+  for (auto* list : {&parameters_, &buffers_})
+    for (auto& [name, t] : *list) {
+      if (!is_floating(t.dtype())) continue;  // counters and indices keep their type
+      raw::set_data(t, raw::to(t, dtype));
+      if (t.grad().defined()) raw::set_data(t.grad(), raw::to(t.grad(), dtype));
+    }
+  for (auto& [name, child] : children_) child->to(dtype);
+}
+
+void Module::zero_grad(bool set_to_none) {
+  for (Tensor& p : parameters()) {
+    if (!p.grad().defined()) continue;
+    if (set_to_none) p.set_grad(Tensor());
+    else p.grad().zero_();
+  }
+}
+
+NamedTensors Module::state_dict() const {
+  NamedTensors out = named_parameters();
+  for (auto& entry : named_buffers()) out.push_back(std::move(entry));
+  return out;
+}
+
+std::vector<std::string> Module::load_state_dict(const NamedTensors& state, bool strict) {
+  std::map<std::string, const Tensor*> given;
+  for (const auto& [name, t] : state) given[name] = &t;
+  std::vector<std::string> missing, mismatched;
+  std::vector<std::pair<Tensor, const Tensor*>> copies;
+  for (auto& [name, t] : state_dict()) {
+    const auto it = given.find(name);
+    if (it == given.end()) {
+      missing.push_back(name);
+      continue;
+    }
+    const Tensor& src = *it->second;
+    if (!(src.shape() == t.shape()) || src.dtype() != t.dtype()) {
+      mismatched.push_back(name + " (model " + t.shape().str() + " " + std::string(dtype_name(t.dtype())) +
+                           ", given " + src.shape().str() + " " + std::string(dtype_name(src.dtype())) + ")");
+    } else {
+      copies.emplace_back(t, &src);
+    }
+    given.erase(it);
+  }
+  std::vector<std::string> unexpected;
+  for (const auto& [name, t] : given) unexpected.push_back(name);
+  const auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+    return s;
+  };
+  if (!mismatched.empty() || (strict && (!missing.empty() || !unexpected.empty()))) {
+    std::ostringstream msg;
+    msg << "load_state_dict (" << type_name() << "): the state does not fit the model";
+    if (!missing.empty()) msg << "; missing keys: " << join(missing);
+    if (!unexpected.empty()) msg << "; unexpected keys: " << join(unexpected);
+    if (!mismatched.empty()) msg << "; mis-shaped keys: " << join(mismatched);
+    msg << ". Check that the checkpoint was saved from the same model configuration";
+    if (!strict || missing.empty()) msg << (strict ? "" : " (non-strict loading still needs matching shapes)");
+    throw Error(msg.str());
+  }
+  NoGradGuard no_grad;
+  for (auto& [dst, src] : copies) raw::copy_(dst, *src);
+  std::vector<std::string> unused = missing;
+  unused.insert(unused.end(), unexpected.begin(), unexpected.end());
+  return unused;
+}
+
+}  // namespace ember::nn

@@ -1,0 +1,92 @@
+#pragma once
+// nn::Module: the base of every layer and model (LibTorch's torch::nn::Module, fewer templates).
+//
+//   struct Net : nn::Module {
+//     std::shared_ptr<nn::Linear> fc1, fc2;
+//     Net() : fc1(register_module("fc1", std::make_shared<nn::Linear>(784, 256))),
+//             fc2(register_module("fc2", std::make_shared<nn::Linear>(256, 10))) {}
+//     Tensor forward(const Tensor& x) override { return fc2->forward(relu(fc1->forward(x.flatten(1)))); }
+//   };
+//
+// Parameters, buffers and children live in insertion-ordered lists; names join with dots
+// ("features.0.weight"), as PyTorch's state_dict keys. Moving a module (to(Device), to(DType)) swaps the
+// data inside each parameter's TensorImpl, so Tensor handles taken before the move stay valid.
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autograd/ops.h"
+#include "core/tensor.h"
+
+namespace ember::nn {
+
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+class Module : public std::enable_shared_from_this<Module> {
+ public:
+  Module() = default;
+  virtual ~Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  // The layer's kind ("Linear"), and a one-line description of its configuration for summaries
+  // ("Linear(in=784, out=256)").
+  virtual std::string type_name() const { return "Module"; }
+  virtual std::string describe() const { return type_name(); }
+
+  // One tensor in, one out: what Sequential chains. Modules with other signatures define their own.
+  virtual Tensor forward(const Tensor& x);
+  Tensor operator()(const Tensor& x) { return forward(x); }
+
+  // Registration. Names must be non-empty, without dots, and unique within this module.
+  Tensor& register_parameter(const std::string& name, Tensor value, bool requires_grad = true);
+  Tensor& register_buffer(const std::string& name, Tensor value);
+  template <typename M>
+  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
+    add_child(name, module);
+    return module;
+  }
+
+  // Recursive views (children's entries after this module's own, depth first, in registration order).
+  std::vector<Tensor> parameters(bool recurse = true) const;
+  NamedTensors named_parameters(bool recurse = true) const;
+  std::vector<Tensor> buffers(bool recurse = true) const;
+  NamedTensors named_buffers(bool recurse = true) const;
+  std::vector<std::shared_ptr<Module>> children() const;
+  const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& named_children() const { return children_; }
+  int64_t parameter_count() const;  // elements in all parameters
+
+  // Training mode (dropout, batch norm), recursively.
+  void train(bool on = true);
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+
+  // Moves/converts every parameter and buffer in place (floating buffers only, for to(DType)).
+  void to(Device device);
+  void to(DType dtype);
+  // Clears gradients: to undefined (PyTorch's default), or to zeros with set_to_none = false.
+  void zero_grad(bool set_to_none = true);
+
+  // Parameters then buffers, named recursively, sharing storage with the module.
+  NamedTensors state_dict() const;
+  // Copies values in (converting device; shapes and dtypes must match). strict: every key must match;
+  // the error lists missing, unexpected and mis-shaped keys together. Returns the keys it did not use.
+  std::vector<std::string> load_state_dict(const NamedTensors& state, bool strict = true);
+
+ private:
+  void add_child(const std::string& name, std::shared_ptr<Module> module);
+  void check_name(const std::string& name, const char* what) const;
+  void collect(const std::string& prefix, bool recurse, bool params, NamedTensors& out) const;
+
+  NamedTensors parameters_;
+  NamedTensors buffers_;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+  bool training_ = true;
+};
+
+// A text table of the model: one row per leaf module (name, description, output shape, parameters) for an
+// input of `input_shape` (batch dim included), then the totals — like torchsummary.
+std::string summary(Module& model, const Shape& input_shape, DType dtype = DType::f32);
+
+}  // namespace ember::nn

@@ -1,0 +1,216 @@
+#include "nn/registry.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <optional>
+
+#include "autograd/grad_mode.h"
+
+namespace ember::nn {
+namespace {
+
+// What one spec gives a layer factory: typed access that records which keys were used and reports
+// wrong types with the spec's location.
+class Args {
+ public:
+  Args(const LayerSpec& spec, const Shape& in) : in(in), spec_(spec) {}
+
+  const Shape in;  // the sample shape entering this layer (no batch dim)
+
+  bool has(const std::string& key) const { return find(key) != nullptr; }
+  int64_t integer(const std::string& key, std::optional<int64_t> fallback = std::nullopt) const {
+    const SpecValue* v = find(key);
+    if (v == nullptr) return required(key, fallback);
+    if (const auto* i = std::get_if<int64_t>(v)) return *i;
+    fail(key, "an integer");
+  }
+  double number(const std::string& key, double fallback) const {
+    const SpecValue* v = find(key);
+    if (v == nullptr) return fallback;
+    if (const auto* d = std::get_if<double>(v)) return *d;
+    if (const auto* i = std::get_if<int64_t>(v)) return static_cast<double>(*i);
+    fail(key, "a number");
+  }
+  bool boolean(const std::string& key, bool fallback) const {
+    const SpecValue* v = find(key);
+    if (v == nullptr) return fallback;
+    if (const auto* b = std::get_if<bool>(v)) return *b;
+    fail(key, "true or false");
+  }
+  // An int n means (n, n); a list of two ints (h, w).
+  std::pair<int64_t, int64_t> pair(const std::string& key, std::optional<int64_t> fallback = std::nullopt) const {
+    const SpecValue* v = find(key);
+    if (v == nullptr) {
+      const int64_t n = required(key, fallback);
+      return {n, n};
+    }
+    if (const auto* i = std::get_if<int64_t>(v)) return {*i, *i};
+    if (const auto* l = std::get_if<std::vector<int64_t>>(v); l != nullptr && l->size() == 2) return {(*l)[0], (*l)[1]};
+    fail(key, "an integer or a list of two integers [h, w]");
+  }
+  [[noreturn]] void error(const std::string& what) const {
+    detail::throw_error(spec_.where, " (", spec_.type, "): ", what);
+  }
+
+ private:
+  const SpecValue* find(const std::string& key) const {
+    for (const auto& [k, v] : spec_.args)
+      if (k == key) return &v;
+    return nullptr;
+  }
+  int64_t required(const std::string& key, std::optional<int64_t> fallback) const {
+    if (fallback) return *fallback;
+    error("missing required key '" + key + "'");
+  }
+  [[noreturn]] void fail(const std::string& key, const char* expected) const {
+    error("'" + key + "' must be " + expected);
+  }
+
+  const LayerSpec& spec_;
+};
+
+struct Entry {
+  std::vector<std::string> keys;  // required first
+  std::function<std::shared_ptr<Module>(const Args&, Generator*)> make;
+};
+
+int64_t need_channels(const Args& a, const char* what) {
+  if (a.in.size() != 3) a.error(std::string(what) + " needs image input [C, H, W], but the input here is " + a.in.str() +
+                                " (one sample, no batch dim)");
+  return a.in[0];
+}
+
+const std::map<std::string, Entry>& table() {
+  static const std::map<std::string, Entry> t = {
+      {"linear",
+       {{"out_features", "bias"},
+        [](const Args& a, Generator* gen) -> std::shared_ptr<Module> {
+          if (a.in.size() != 1)
+            a.error("linear needs flat input [features], but the input here is " + a.in.str() + "; add {type: flatten} before it");
+          return std::make_shared<Linear>(a.in[0], a.integer("out_features"), a.boolean("bias", true), gen);
+        }}},
+      {"conv2d",
+       {{"out_channels", "kernel_size", "stride", "padding", "dilation", "groups", "bias"},
+        [](const Args& a, Generator* gen) -> std::shared_ptr<Module> {
+          Conv2dOptions o;
+          std::tie(o.kernel_size[0], o.kernel_size[1]) = a.pair("kernel_size");
+          std::tie(o.stride[0], o.stride[1]) = a.pair("stride", 1);
+          std::tie(o.padding[0], o.padding[1]) = a.pair("padding", 0);
+          std::tie(o.dilation[0], o.dilation[1]) = a.pair("dilation", 1);
+          o.groups = a.integer("groups", 1);
+          o.bias = a.boolean("bias", true);
+          return std::make_shared<Conv2d>(need_channels(a, "conv2d"), a.integer("out_channels"), o, gen);
+        }}},
+      {"max_pool2d",
+       {{"kernel_size", "stride", "padding"},
+        [](const Args& a, Generator*) -> std::shared_ptr<Module> {
+          functional::Pool2dOptions o;
+          std::tie(o.kernel[0], o.kernel[1]) = a.pair("kernel_size");
+          std::tie(o.stride[0], o.stride[1]) = a.pair("stride", 0);
+          std::tie(o.padding[0], o.padding[1]) = a.pair("padding", 0);
+          return std::make_shared<MaxPool2d>(o);
+        }}},
+      {"avg_pool2d",
+       {{"kernel_size", "stride", "padding", "count_include_pad"},
+        [](const Args& a, Generator*) -> std::shared_ptr<Module> {
+          functional::Pool2dOptions o;
+          std::tie(o.kernel[0], o.kernel[1]) = a.pair("kernel_size");
+          std::tie(o.stride[0], o.stride[1]) = a.pair("stride", 0);
+          std::tie(o.padding[0], o.padding[1]) = a.pair("padding", 0);
+          o.count_include_pad = a.boolean("count_include_pad", true);
+          return std::make_shared<AvgPool2d>(o);
+        }}},
+      {"adaptive_avg_pool2d",
+       {{"output_size"},
+        [](const Args& a, Generator*) -> std::shared_ptr<Module> {
+          const auto [h, w] = a.pair("output_size", 1);
+          return std::make_shared<AdaptiveAvgPool2d>(h, w);
+        }}},
+      {"batch_norm",
+       {{"eps", "momentum", "affine"},
+        [](const Args& a, Generator*) -> std::shared_ptr<Module> {
+          const double eps = a.number("eps", 1e-5), momentum = a.number("momentum", 0.1);
+          const bool affine = a.boolean("affine", true);
+          if (a.in.size() == 3) return std::make_shared<BatchNorm2d>(a.in[0], eps, momentum, affine);
+          if (a.in.size() == 1 || a.in.size() == 2) return std::make_shared<BatchNorm1d>(a.in[0], eps, momentum, affine);
+          a.error("batch_norm needs input [features], [C, L] or [C, H, W], got " + a.in.str());
+        }}},
+      {"layer_norm",
+       {{"eps", "affine"},
+        [](const Args& a, Generator*) -> std::shared_ptr<Module> {
+          if (a.in.empty()) a.error("layer_norm needs at least one input dim");
+          return std::make_shared<LayerNorm>(Shape{a.in.back()}, a.number("eps", 1e-5), a.boolean("affine", true));
+        }}},
+      {"dropout",
+       {{"p"},
+        [](const Args& a, Generator* gen) -> std::shared_ptr<Module> {
+          const double p = a.number("p", 0.5);
+          if (!(p >= 0 && p < 1)) a.error("'p' must be in [0, 1), got " + std::to_string(p));
+          return std::make_shared<Dropout>(p, gen);
+        }}},
+      {"flatten",
+       {{"start_dim", "end_dim"},
+        [](const Args& a, Generator*) -> std::shared_ptr<Module> {
+          return std::make_shared<Flatten>(a.integer("start_dim", 1), a.integer("end_dim", -1));
+        }}},
+      {"relu", {{}, [](const Args&, Generator*) -> std::shared_ptr<Module> { return std::make_shared<ReLU>(); }}},
+      {"gelu", {{}, [](const Args&, Generator*) -> std::shared_ptr<Module> { return std::make_shared<GELU>(); }}},
+      {"tanh", {{}, [](const Args&, Generator*) -> std::shared_ptr<Module> { return std::make_shared<Tanh>(); }}},
+      {"sigmoid", {{}, [](const Args&, Generator*) -> std::shared_ptr<Module> { return std::make_shared<Sigmoid>(); }}},
+      {"softmax",
+       {{"dim"}, [](const Args& a, Generator*) -> std::shared_ptr<Module> { return std::make_shared<Softmax>(a.integer("dim", -1)); }}},
+  };
+  return t;
+}
+
+}  // namespace
+
+std::vector<std::string> layer_types() {
+  std::vector<std::string> out;
+  for (const auto& [name, e] : table()) out.push_back(name);
+  return out;
+}
+
+std::vector<std::string> layer_keys(const std::string& type) {
+  const auto it = table().find(type);
+  return it == table().end() ? std::vector<std::string>{} : it->second.keys;
+}
+
+std::shared_ptr<Sequential> build_sequential(const std::vector<LayerSpec>& specs, const Shape& sample_shape,
+                                             Generator* gen) {
+  auto model = std::make_shared<Sequential>();
+  Shape shape = sample_shape;
+  for (const LayerSpec& spec : specs) {
+    const auto it = table().find(spec.type);
+    EMBER_CHECK(it != table().end(), spec.where, ": unknown layer type '", spec.type, "'",
+                did_you_mean(spec.type, layer_types()), "; valid types: ", join(layer_types()));
+    const Entry& entry = it->second;
+    for (const auto& [key, value] : spec.args)
+      EMBER_CHECK(std::find(entry.keys.begin(), entry.keys.end(), key) != entry.keys.end(), spec.where, " (",
+                  spec.type, "): unknown key '", key, "'", did_you_mean(key, entry.keys), "; valid keys: ",
+                  entry.keys.empty() ? std::string("none") : join(entry.keys));
+    const Args args(spec, shape);
+    std::shared_ptr<Module> layer;
+    try {
+      layer = entry.make(args, gen);
+      // The output shape for one sample, from a zero batch of one, without recording or side effects.
+      NoGradGuard no_grad;
+      layer->eval();
+      Shape batch{1};
+      for (int64_t s : shape) batch.push_back(s);
+      const Tensor y = layer->forward(zeros(batch));
+      layer->train();
+      EMBER_CHECK(y.dim() >= 1 && y.size(0) == 1, "the layer changes the batch dim");
+      shape = Shape(std::span<const int64_t>(y.shape().data() + 1, y.dim() - 1));
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      if (msg.rfind(spec.where, 0) == 0) throw;  // already located
+      args.error(std::string("does not fit the input ") + shape.str() + ": " + msg);
+    }
+    model->push_back(std::move(layer));
+  }
+  return model;
+}
+
+}  // namespace ember::nn

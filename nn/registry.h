@@ -1,0 +1,41 @@
+#pragma once
+// The layer registry: builds a model from layer specs such as the YAML
+//   model:
+//     - {type: conv2d, out_channels: 32, kernel_size: 3, padding: 1}
+//     - {type: relu}
+//     - {type: max_pool2d, kernel_size: 2}
+//     - {type: flatten}
+//     - {type: linear, out_features: 10}
+// Input sizes (in_features, in_channels, num_features) are inferred from the sample shape flowing through
+// the layers, so specs stay short. Unknown types and keys, wrong value types and shapes that do not
+// connect are errors naming the spec's location and listing the valid choices.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "nn/layers.h"
+
+namespace ember::nn {
+
+using SpecValue = std::variant<int64_t, double, bool, std::string, std::vector<int64_t>>;
+
+struct LayerSpec {
+  std::string type;
+  std::vector<std::pair<std::string, SpecValue>> args;  // in the order written
+  std::string where;  // prefixes every error about this spec, e.g. "cfg.yaml:14: model[2]"
+};
+
+// The registered layer types and, for one type, its keys (required ones first).
+std::vector<std::string> layer_types();
+std::vector<std::string> layer_keys(const std::string& type);
+
+// Builds the layers in order. `sample_shape` is one example without the batch dim ({1, 28, 28} for
+// Fashion-MNIST images). Each layer is built for the shape the previous one produces, checked by running
+// it on a zero batch of one (in eval mode). Throws ember::Error on any bad spec.
+std::shared_ptr<Sequential> build_sequential(const std::vector<LayerSpec>& specs, const Shape& sample_shape,
+                                             Generator* gen = nullptr);
+
+}  // namespace ember::nn

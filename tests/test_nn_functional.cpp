@@ -1,0 +1,206 @@
+// nn::functional against PyTorch: each case's inputs, output and input gradients (of sum(y * r)) come
+// from tests/data/nn_golden.safetensors (tools/make_nn_golden.py), in f64. Each case also passes
+// gradcheck. Then the error messages users can hit.
+#include <gtest/gtest.h>
+
+#include <ember/ember.h>
+
+#include <functional>
+#include <map>
+#include <string>
+
+#include "autograd/gradcheck.h"
+#include "core/safetensors.h"
+#include "nn/functional.h"
+
+using namespace ember;
+namespace F = ember::nn::functional;
+
+namespace {
+
+const safetensors::Contents& golden() {
+  static const safetensors::Contents c =
+      safetensors::load(std::string(EMBER_TEST_DATA_DIR) + "/nn_golden.safetensors");
+  return c;
+}
+
+Tensor get(const std::string& name) {
+  const Tensor* t = golden().find(name);
+  EXPECT_NE(t, nullptr) << "golden tensor " << name << " missing";
+  return t != nullptr ? *t : Tensor();
+}
+
+void expect_close(const Tensor& actual, const Tensor& expected, const std::string& what, double tol = 1e-10) {
+  ASSERT_EQ(actual.shape(), expected.shape()) << what;
+  const auto a = actual.to_vector<double>(), e = expected.to_vector<double>();
+  for (size_t i = 0; i < a.size(); ++i)
+    ASSERT_NEAR(a[i], e[i], tol * (1 + std::abs(e[i]))) << what << " element " << i;
+}
+
+using Op = std::function<Tensor(const std::map<std::string, Tensor>&)>;
+
+// Runs `op` on the case's inputs `names` (leaves requiring grad where floating), compares the output and
+// every input gradient with PyTorch's, then runs gradcheck on the same inputs.
+void check_case(const std::string& name, const std::vector<std::string>& names, const Op& op, bool grad_check = true) {
+  SCOPED_TRACE(name);
+  std::map<std::string, Tensor> in;
+  for (const auto& n : names) {
+    Tensor t = get(name + "." + n).clone();
+    if (is_floating(t.dtype())) t.requires_grad_();
+    in[n] = t;
+  }
+  const Tensor y = op(in);
+  expect_close(y, get(name + ".y"), name + " forward");
+  sum(y * get(name + ".r")).backward();
+  for (const auto& n : names)
+    if (in[n].requires_grad()) expect_close(in[n].grad(), get(name + ".g" + n), name + " grad of " + n, 1e-9);
+  if (!grad_check) return;
+  std::vector<Tensor> inputs;
+  for (const auto& n : names) inputs.push_back(get(name + "." + n).clone().requires_grad_(is_floating(in[n].dtype())));
+  const auto result = autograd::gradcheck(
+      [&](const std::vector<Tensor>& v) {
+        std::map<std::string, Tensor> m;
+        for (size_t i = 0; i < names.size(); ++i) m[names[i]] = v[i];
+        return op(m);
+      },
+      inputs);
+  EXPECT_TRUE(result.ok) << result.message;
+}
+
+F::Conv2dOptions conv(int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw, int64_t groups) {
+  F::Conv2dOptions o;
+  o.stride[0] = sh, o.stride[1] = sw, o.padding[0] = ph, o.padding[1] = pw, o.dilation[0] = dh, o.dilation[1] = dw;
+  o.groups = groups;
+  return o;
+}
+
+F::Pool2dOptions pool(int64_t k, int64_t s, int64_t p, bool include_pad = true) {
+  F::Pool2dOptions o;
+  o.kernel[0] = o.kernel[1] = k, o.stride[0] = o.stride[1] = s, o.padding[0] = o.padding[1] = p;
+  o.count_include_pad = include_pad;
+  return o;
+}
+
+void expect_error(const std::function<void()>& f, const std::vector<std::string>& needles) {
+  try {
+    f();
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    for (const auto& n : needles) EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+
+TEST(NnFunctional, Conv2d) {
+  check_case("conv_plain", {"x", "w", "b"}, [](auto& m) { return F::conv2d(m.at("x"), m.at("w"), m.at("b"), conv(1, 1, 1, 1, 1, 1, 1)); });
+  check_case("conv_strided", {"x", "w", "b"},
+             [](auto& m) { return F::conv2d(m.at("x"), m.at("w"), m.at("b"), conv(2, 1, 1, 2, 1, 2, 1)); });
+  check_case("conv_grouped", {"x", "w"}, [](auto& m) { return F::conv2d(m.at("x"), m.at("w"), {}, conv(2, 2, 1, 1, 1, 1, 2)); });
+}
+
+TEST(NnFunctional, Conv2dUnbatchedAndNonContiguous) {
+  const Tensor x = get("conv_plain.x"), w = get("conv_plain.w"), b = get("conv_plain.b");
+  const Tensor y = F::conv2d(x.select(0, 1), w, b, conv(1, 1, 1, 1, 1, 1, 1));
+  expect_close(y, get("conv_plain.y").select(0, 1), "unbatched");
+  const Tensor xt = x.transpose(2, 3).contiguous().transpose(2, 3);  // same values, other strides
+  expect_close(F::conv2d(xt, w, b, conv(1, 1, 1, 1, 1, 1, 1)), get("conv_plain.y"), "strided input");
+}
+
+TEST(NnFunctional, Pooling) {
+  check_case("maxpool", {"x"}, [](auto& m) { return F::max_pool2d(m.at("x"), pool(3, 2, 1)); });
+  check_case("avgpool", {"x"}, [](auto& m) { return F::avg_pool2d(m.at("x"), pool(3, 2, 1)); });
+  check_case("avgpool_nopad", {"x"}, [](auto& m) { return F::avg_pool2d(m.at("x"), pool(3, 2, 1, false)); });
+  check_case("adaptive", {"x"}, [](auto& m) { return F::adaptive_avg_pool2d(m.at("x"), 1, 1); });
+}
+
+TEST(NnFunctional, BatchNormTrainingUpdatesRunningStats) {
+  Tensor rm = get("bn_train.rm0").clone(), rv = get("bn_train.rv0").clone();
+  check_case("bn_train", {"x", "w", "b"},
+             [&](auto& m) { return F::batch_norm(m.at("x"), rm, rv, m.at("w"), m.at("b"), true, 0.1, 1e-5); }, false);
+  expect_close(rm, get("bn_train.rm"), "running_mean");
+  expect_close(rv, get("bn_train.rv"), "running_var");
+  // gradcheck with the running stats left alone (they do not affect the training-mode output)
+  const Tensor x = get("bn_train.x").clone().requires_grad_(), w = get("bn_train.w").clone().requires_grad_(),
+               b = get("bn_train.b").clone().requires_grad_();
+  const auto r = autograd::gradcheck(
+      [](const std::vector<Tensor>& v) { return F::batch_norm(v[0], {}, {}, v[1], v[2], true); }, {x, w, b});
+  EXPECT_TRUE(r.ok) << r.message;
+}
+
+TEST(NnFunctional, BatchNormEvalAnd1d) {
+  const Tensor rm = get("bn_eval.rm"), rv = get("bn_eval.rv");
+  check_case("bn_eval", {"x", "w", "b"}, [&](auto& m) { return F::batch_norm(m.at("x"), rm, rv, m.at("w"), m.at("b"), false); });
+  check_case("bn1d", {"x"}, [](auto& m) { return F::batch_norm(m.at("x"), {}, {}, {}, {}, true); });
+}
+
+TEST(NnFunctional, LayerNorm) {
+  check_case("layernorm", {"x", "w", "b"}, [](auto& m) { return F::layer_norm(m.at("x"), {3, 4}, m.at("w"), m.at("b")); });
+}
+
+TEST(NnFunctional, CrossEntropy) {
+  const Tensor t = get("ce.t");
+  check_case("ce_mean", {"x"}, [&](auto& m) { return F::cross_entropy(m.at("x"), t); });
+  const Tensor t_ignore = from_vector<int64_t>({1, -100, 4, 2, -100, 3});
+  check_case("ce_smooth_ignore", {"x"}, [&](auto& m) {
+    return F::cross_entropy(m.at("x"), t_ignore, {.label_smoothing = 0.2});
+  });
+  check_case("ce_sum", {"x"}, [&](auto& m) { return F::cross_entropy(m.at("x"), t, {.reduction = F::Reduction::sum}); });
+  check_case("ce_none", {"x"}, [&](auto& m) {
+    return F::cross_entropy(m.at("x"), t, {.ignore_index = 4, .reduction = F::Reduction::none});
+  });
+}
+
+TEST(NnFunctional, OtherLosses) {
+  const Tensor t = get("ce.t");
+  check_case("nll", {"x"}, [&](auto& m) { return F::nll_loss(log_softmax(m.at("x"), 1), t); });
+  check_case("mse", {"x", "t"}, [](auto& m) { return F::mse_loss(m.at("x"), m.at("t")); });
+  check_case("l1", {"x", "t"}, [](auto& m) { return F::l1_loss(m.at("x"), m.at("t"), F::Reduction::sum); });
+  check_case("bce", {"x", "t"}, [](auto& m) { return F::binary_cross_entropy_with_logits(m.at("x"), m.at("t")); });
+}
+
+TEST(NnFunctional, LinearEmbeddingActivations) {
+  check_case("linear", {"x", "w", "b"}, [](auto& m) { return F::linear(m.at("x"), m.at("w"), m.at("b")); });
+  const Tensor idx = get("embedding.i");
+  check_case("embedding", {"w"}, [&](auto& m) { return F::embedding(idx, m.at("w")); });
+  check_case("gelu", {"x"}, [](auto& m) { return gelu(m.at("x")); });
+  check_case("logsoftmax", {"x"}, [](auto& m) { return log_softmax(m.at("x"), 0); });
+}
+
+TEST(NnFunctional, DropoutScalesKeepsAndIsSeeded) {
+  const Tensor x = ones({100000}, {.dtype = DType::f64});
+  Generator g1(5), g2(5);
+  const Tensor a = F::dropout(x, 0.3, true, &g1), b = F::dropout(x, 0.3, true, &g2);
+  EXPECT_EQ(a.to_vector<double>(), b.to_vector<double>());
+  const double kept = (a > 0.0).to(DType::f64).mean().item<double>();
+  EXPECT_NEAR(kept, 0.7, 0.01);
+  EXPECT_NEAR(a.max().item<double>(), 1 / 0.7, 1e-12);
+  EXPECT_NEAR(a.mean().item<double>(), 1.0, 0.02);
+  EXPECT_TRUE(F::dropout(x, 0.3, false).shares_storage(x));  // eval: identity
+  // The gradient flows through the kept elements only, scaled.
+  const Tensor leaf = ones({1000}, {.dtype = DType::f64}).requires_grad_();
+  Generator g3(9);
+  const Tensor y = F::dropout(leaf, 0.5, true, &g3);
+  sum(y).backward();
+  EXPECT_EQ(leaf.grad().to_vector<double>(), (y / 1.0).detach().to_vector<double>());
+}
+
+TEST(NnFunctional, ErrorMessages) {
+  const Tensor x = zeros({2, 3, 5, 5});
+  expect_error([&] { F::conv2d(x, zeros({4, 2, 3, 3})); }, {"conv2d", "3 channels", "expects 2"});
+  expect_error([&] { F::conv2d(zeros({5, 5}), zeros({4, 3, 3, 3})); }, {"conv2d", "[N, C, H, W]", "[5, 5]"});
+  expect_error([&] { F::conv2d(x, zeros({4, 3, 7, 7})); }, {"conv2d", "smaller than"});
+  expect_error([&] { F::conv2d(x, zeros({4, 3, 3, 3}), zeros({5})); }, {"conv2d", "bias must be [4]"});
+  expect_error([&] { F::conv2d(x, zeros({4, 3, 3, 3}, {.dtype = DType::f64})); }, {"conv2d", "f32", "f64"});
+  expect_error([&] { F::max_pool2d(x, pool(2, 2, 2)); }, {"max_pool2d", "at most half"});
+  expect_error([&] { F::cross_entropy(zeros({4, 3}), from_vector<int64_t>({0, 1, 3, 2})); },
+               {"cross_entropy", "target 3", "sample 2", "[0, 3)"});
+  expect_error([&] { F::cross_entropy(zeros({4, 3}), zeros({4})); }, {"cross_entropy", "i64"});
+  expect_error([&] { F::cross_entropy(zeros({4, 3}), zeros({3}, {.dtype = DType::i64})); }, {"target shape [3]", "[4]"});
+  expect_error([&] { F::batch_norm(x, {}, {}, {}, {}, false); }, {"batch_norm", "running_mean"});
+  expect_error([&] { F::batch_norm(zeros({1, 3}), {}, {}, {}, {}, true); }, {"batch_norm", "more than one value"});
+  expect_error([&] { F::layer_norm(x, {4}); }, {"layer_norm", "[4]", "[2, 3, 5, 5]"});
+  expect_error([&] { F::linear(zeros({2, 3}), zeros({4, 5})); }, {"linear", "in_features 5"});
+  expect_error([&] { F::dropout(x, 1.5, true); }, {"dropout", "[0, 1]"});
+  expect_error([&] { F::embedding(from_vector<int64_t>({7}), zeros({4, 2})); }, {"index 7", "out of range"});
+}

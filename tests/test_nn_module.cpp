@@ -1,0 +1,229 @@
+// nn::Module and the layers: registration and naming, modes, moving, state dicts with their errors, PyTorch's
+// default initialisation, the summary table, and small models that overfit a Fashion-MNIST-shaped batch.
+#include <gtest/gtest.h>
+
+#include <ember/ember.h>
+
+#include <cmath>
+
+#include "autograd/grad_mode.h"
+#include "backends/cpu/cpu_backend.h"
+#include "nn/layers.h"
+
+using namespace ember;
+
+namespace {
+
+struct Block : nn::Module {
+  std::shared_ptr<nn::Linear> fc;
+  std::shared_ptr<nn::BatchNorm1d> bn;
+  Block() : fc(register_module("fc", std::make_shared<nn::Linear>(4, 3))), bn(register_module("bn", std::make_shared<nn::BatchNorm1d>(3))) {}
+  Tensor forward(const Tensor& x) override { return bn->forward(fc->forward(x)); }
+};
+
+struct Net : nn::Module {
+  std::shared_ptr<Block> block;
+  std::shared_ptr<nn::Sequential> head;
+  Tensor scale;
+  Net()
+      : block(register_module("block", std::make_shared<Block>())),
+        head(register_module("head", std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
+                                         std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(3, 2)}))) {
+    scale = register_parameter("scale", ones({1}));
+  }
+  Tensor forward(const Tensor& x) override { return head->forward(block->forward(x)) * scale; }
+};
+
+std::vector<std::string> names(const nn::NamedTensors& list) {
+  std::vector<std::string> out;
+  for (const auto& [n, t] : list) out.push_back(n);
+  return out;
+}
+
+void expect_error(const std::function<void()>& f, const std::vector<std::string>& needles) {
+  try {
+    f();
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    for (const auto& n : needles) EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+
+TEST(Module, NamesParametersBuffersAndChildrenInOrder) {
+  Net net;
+  EXPECT_EQ(names(net.named_parameters()),
+            (std::vector<std::string>{"scale", "block.fc.weight", "block.fc.bias", "block.bn.weight", "block.bn.bias",
+                                      "head.1.weight", "head.1.bias"}));
+  EXPECT_EQ(names(net.named_buffers()),
+            (std::vector<std::string>{"block.bn.running_mean", "block.bn.running_var", "block.bn.num_batches_tracked"}));
+  EXPECT_EQ(net.children().size(), 2u);
+  EXPECT_EQ(net.parameter_count(), 1 + 12 + 3 + 3 + 3 + 6 + 2);
+  EXPECT_EQ(net.state_dict().size(), 10u);
+  for (const Tensor& p : net.parameters()) EXPECT_TRUE(p.requires_grad());
+  expect_error([&] { net.register_parameter("scale", ones({1})); }, {"'scale' is already registered"});
+  expect_error([&] { net.register_buffer("a.b", ones({1})); }, {"'a.b'", "no '.'"});
+}
+
+TEST(Module, TrainEvalPropagates) {
+  Net net;
+  net.eval();
+  EXPECT_FALSE(net.block->bn->is_training());
+  EXPECT_FALSE((*net.head)[0]->is_training());
+  net.train();
+  EXPECT_TRUE(net.block->bn->is_training());
+}
+
+TEST(Module, ZeroGradAndForwardBackward) {
+  Net net;
+  const Tensor x = randn({5, 4});
+  sum(net.forward(x)).backward();
+  for (const Tensor& p : net.parameters()) EXPECT_TRUE(p.grad().defined());
+  net.zero_grad(/*set_to_none=*/false);
+  for (const Tensor& p : net.parameters()) EXPECT_EQ(sum(abs(p.grad())).item<float>(), 0.0f);
+  net.zero_grad();
+  for (const Tensor& p : net.parameters()) EXPECT_FALSE(p.grad().defined());
+}
+
+TEST(Module, ToDTypeAndDeviceKeepHandles) {
+  Net net;
+  const Tensor w = net.block->fc->weight;  // a handle taken before the move
+  const std::vector<float> before = w.to_vector<float>();
+  net.to(DType::f64);
+  EXPECT_EQ(w.dtype(), DType::f64);
+  EXPECT_EQ(net.block->bn->num_batches_tracked.dtype(), DType::i64);  // counters keep their type
+  EXPECT_EQ(w.to_vector<float>(), before);
+  EXPECT_TRUE(w.requires_grad());
+  EXPECT_EQ(net.forward(randn({2, 4}, {.dtype = DType::f64})).dtype(), DType::f64);
+
+  cpu::CpuBackend stand_in;  // serves "cuda" on this GPU-less machine
+  set_backend_override(DeviceType::CUDA, &stand_in);
+  {
+    const Device gpu(DeviceType::CUDA, 0);
+    net.to(gpu);
+    EXPECT_EQ(w.device(), gpu);
+    EXPECT_EQ(net.block->bn->running_mean.device(), gpu);
+    expect_error([&] { net.forward(randn({2, 4}, {.dtype = DType::f64})); }, {"different devices", "cpu", "cuda:0"});
+    net.to(kCPU);
+  }
+  set_backend_override(DeviceType::CUDA, nullptr);
+  EXPECT_TRUE(w.device().is_cpu());
+  EXPECT_EQ(w.to_vector<float>(), before);
+}
+
+TEST(Module, StateDictRoundTripAndErrors) {
+  Net a, b;
+  {
+    NoGradGuard g;
+    a.block->bn->running_mean.fill_(0.25);
+  }
+  EXPECT_TRUE(b.load_state_dict(a.state_dict()).empty());
+  EXPECT_EQ(b.block->fc->weight.to_vector<float>(), a.block->fc->weight.to_vector<float>());
+  EXPECT_EQ(b.block->bn->running_mean.to_vector<float>(), a.block->bn->running_mean.to_vector<float>());
+  EXPECT_FALSE(b.block->fc->weight.shares_storage(a.block->fc->weight));  // copied, not aliased
+
+  nn::NamedTensors state = a.state_dict();
+  state.erase(state.begin() + 1);                          // drop block.fc.weight
+  state.emplace_back("block.extra", ones({1}));           // unexpected
+  state[0].second = ones({2});                             // scale: wrong shape
+  expect_error([&] { b.load_state_dict(state); },
+               {"missing keys: block.fc.weight", "unexpected keys: block.extra", "mis-shaped keys: scale (model [1] f32, given [2] f32)"});
+  state[0].second = ones({1});
+  const auto unused = b.load_state_dict(state, /*strict=*/false);
+  EXPECT_EQ(unused, (std::vector<std::string>{"block.fc.weight", "block.extra"}));
+}
+
+TEST(Layers, PyTorchDefaultInitialisation) {
+  Generator gen(3);
+  nn::Linear fc(400, 300, true, &gen);
+  const double bound = 1.0 / std::sqrt(400.0);
+  EXPECT_LE(max(abs(fc.weight)).item<double>(), bound);
+  EXPECT_GT(max(abs(fc.weight)).item<double>(), 0.99 * bound);
+  EXPECT_NEAR(mean(square(fc.weight)).item<double>(), bound * bound / 3, 0.02 * bound * bound);  // var of U(-b, b)
+  EXPECT_LE(max(abs(fc.bias)).item<double>(), bound);
+  nn::Conv2d conv(8, 16, nn::Conv2dOptions{{3, 3}, {1, 1}, {1, 1}, {1, 1}, 2, true}, &gen);
+  EXPECT_EQ(conv.weight.shape(), Shape({16, 4, 3, 3}));
+  EXPECT_LE(max(abs(conv.weight)).item<double>(), 1.0 / std::sqrt(36.0));
+  nn::Embedding emb(1000, 20, &gen);
+  EXPECT_NEAR(mean(emb.weight).item<double>(), 0.0, 0.02);
+  EXPECT_NEAR(mean(square(emb.weight)).item<double>(), 1.0, 0.03);
+  nn::BatchNorm2d bn(5);
+  EXPECT_EQ(bn.weight.to_vector<float>(), std::vector<float>(5, 1.0f));
+  EXPECT_EQ(bn.running_var.to_vector<float>(), std::vector<float>(5, 1.0f));
+  // The same generator seed gives the same layer.
+  Generator g1(11), g2(11);
+  EXPECT_EQ(nn::Linear(3, 2, true, &g1).weight.to_vector<float>(), nn::Linear(3, 2, true, &g2).weight.to_vector<float>());
+}
+
+TEST(Layers, ShapesModesAndErrors) {
+  auto model = std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
+      std::make_shared<nn::Conv2d>(1, 4, 3, 1, 1), std::make_shared<nn::BatchNorm2d>(4), std::make_shared<nn::ReLU>(),
+      std::make_shared<nn::MaxPool2d>(2), std::make_shared<nn::Dropout>(0.5), std::make_shared<nn::AdaptiveAvgPool2d>(),
+      std::make_shared<nn::Flatten>(), std::make_shared<nn::Linear>(4, 3), std::make_shared<nn::Softmax>(1)});
+  const Tensor y = model->forward(randn({2, 1, 8, 8}));
+  EXPECT_EQ(y.shape(), Shape({2, 3}));
+  EXPECT_NEAR(sum(y).item<float>(), 2.0f, 1e-5f);
+  auto bn = std::dynamic_pointer_cast<nn::BatchNorm2d>((*model)[1]);
+  EXPECT_EQ(bn->num_batches_tracked.item<int64_t>(), 1);
+  model->eval();
+  model->forward(randn({2, 1, 8, 8}));
+  EXPECT_EQ(bn->num_batches_tracked.item<int64_t>(), 1);  // eval: running stats untouched
+  expect_error([&] { model->forward(randn({2, 3, 8, 8})); }, {"conv2d", "3 channels"});
+  expect_error([&] { bn->forward(randn({2, 5, 4, 4})); }, {"BatchNorm2d", "5 channels", "built for 4"});
+  nn::LayerNorm ln({6});
+  EXPECT_EQ(ln.forward(randn({3, 6})).shape(), Shape({3, 6}));
+  nn::Embedding emb(10, 4);
+  EXPECT_EQ(emb.forward(from_vector<int64_t>({1, 2, 3, 9}, {2, 2})).shape(), Shape({2, 2, 4}));
+  nn::CrossEntropyLoss ce;
+  EXPECT_GT(ce.forward(randn({4, 3}), from_vector<int64_t>({0, 1, 2, 0})).item<float>(), 0.0f);
+}
+
+TEST(Layers, SummaryTable) {
+  nn::Sequential model{std::make_shared<nn::Flatten>(), std::make_shared<nn::Linear>(784, 256), std::make_shared<nn::ReLU>(),
+                       std::make_shared<nn::Linear>(256, 10)};
+  const std::string s = nn::summary(model, {64, 1, 28, 28});
+  EXPECT_NE(s.find("Linear(in=784, out=256)"), std::string::npos) << s;
+  EXPECT_NE(s.find("[64, 256]"), std::string::npos) << s;
+  EXPECT_NE(s.find("[64, 10]"), std::string::npos) << s;
+  EXPECT_NE(s.find("200960"), std::string::npos) << s;  // 784·256 + 256
+  EXPECT_NE(s.find("total parameters: 203530"), std::string::npos) << s;
+}
+
+namespace {
+// Hand-written gradient descent (heavy-ball momentum when momentum > 0) on a fixed batch; returns the
+// final loss.
+float overfit(nn::Module& model, const Tensor& x, const Tensor& y, int steps, double lr, double momentum) {
+  std::vector<Tensor> velocity;
+  for (const Tensor& p : model.parameters()) velocity.push_back(zeros_like(p));
+  float loss_value = 0;
+  for (int i = 0; i < steps; ++i) {
+    model.zero_grad();
+    Tensor loss = nn::functional::cross_entropy(model.forward(x), y);
+    loss.backward();
+    loss_value = loss.item<float>();
+    NoGradGuard no_grad;
+    std::vector<Tensor> params = model.parameters();
+    for (size_t k = 0; k < params.size(); ++k) {
+      velocity[k].mul_(momentum).add_(params[k].grad());
+      params[k].add_(velocity[k] * static_cast<float>(-lr));
+    }
+  }
+  return loss_value;
+}
+}  // namespace
+
+TEST(Layers, MlpAndCnnOverfitAFashionMnistShapedBatch) {
+  Generator gen(0);
+  const Tensor x = randn({256, 1, 28, 28}, {}, &gen);
+  const Tensor y = (rand({256}, {}, &gen) * 10.0f).to(DType::i64);
+  nn::Sequential mlp{std::make_shared<nn::Flatten>(), std::make_shared<nn::Linear>(784, 256, true, &gen),
+                     std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(256, 10, true, &gen)};
+  EXPECT_LT(overfit(mlp, x, y, 200, 0.1, 0.0), 0.05f);
+  nn::Sequential cnn{std::make_shared<nn::Conv2d>(1, 8, nn::Conv2dOptions{{3, 3}, {1, 1}, {1, 1}}, &gen),
+                     std::make_shared<nn::ReLU>(), std::make_shared<nn::MaxPool2d>(2),
+                     std::make_shared<nn::Conv2d>(8, 16, nn::Conv2dOptions{{3, 3}, {1, 1}, {1, 1}}, &gen),
+                     std::make_shared<nn::ReLU>(), std::make_shared<nn::MaxPool2d>(2), std::make_shared<nn::Flatten>(),
+                     std::make_shared<nn::Linear>(16 * 7 * 7, 10, true, &gen)};
+  EXPECT_LT(overfit(cnn, x, y, 200, 0.01, 0.9), 0.05f);
+}

@@ -1,0 +1,78 @@
+// The layer registry: models from specs with inferred input sizes, and every error a config can hit.
+#include <gtest/gtest.h>
+
+#include <ember/ember.h>
+
+#include "nn/registry.h"
+
+using namespace ember;
+using nn::LayerSpec;
+
+namespace {
+
+LayerSpec spec(std::string type, std::vector<std::pair<std::string, nn::SpecValue>> args = {}, std::string where = "cfg.yaml:3: model[0]") {
+  return {std::move(type), std::move(args), std::move(where)};
+}
+
+void expect_error(const std::vector<LayerSpec>& specs, const std::vector<std::string>& needles, Shape in = {1, 28, 28}) {
+  try {
+    nn::build_sequential(specs, in);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    for (const auto& n : needles) EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << "'" << n << "' not in: " << e.what();
+  }
+}
+
+}  // namespace
+
+TEST(Registry, BuildsTheFashionCnnWithInferredSizes) {
+  const std::vector<LayerSpec> specs = {
+      spec("conv2d", {{"out_channels", int64_t{32}}, {"kernel_size", int64_t{3}}, {"padding", int64_t{1}}}),
+      spec("batch_norm"), spec("relu"), spec("max_pool2d", {{"kernel_size", int64_t{2}}}),
+      spec("conv2d", {{"out_channels", int64_t{64}}, {"kernel_size", std::vector<int64_t>{3, 3}}, {"padding", int64_t{1}}}),
+      spec("batch_norm"), spec("relu"), spec("max_pool2d", {{"kernel_size", int64_t{2}}}), spec("flatten"),
+      spec("linear", {{"out_features", int64_t{128}}}), spec("relu"), spec("dropout", {{"p", 0.25}}),
+      spec("linear", {{"out_features", int64_t{10}}})};
+  Generator gen(0);
+  auto model = nn::build_sequential(specs, {1, 28, 28}, &gen);
+  ASSERT_EQ(model->size(), specs.size());
+  auto bn = std::dynamic_pointer_cast<nn::BatchNorm2d>((*model)[1]);
+  ASSERT_NE(bn, nullptr);
+  EXPECT_EQ(bn->num_batches_tracked.item<int64_t>(), 0);  // the shape probe left no trace
+  EXPECT_EQ(model->forward(zeros({5, 1, 28, 28})).shape(), Shape({5, 10}));
+  const int64_t expected = (32 * 9 + 32) + 2 * 32 + (64 * 32 * 9 + 64) + 2 * 64 + (64 * 7 * 7 * 128 + 128) + (128 * 10 + 10);
+  EXPECT_EQ(model->parameter_count(), expected);
+  EXPECT_TRUE(model->is_training());  // building ran the layers in eval mode and restored it
+  auto fc = std::dynamic_pointer_cast<nn::Linear>((*model)[9]);
+  EXPECT_EQ(fc->in_features, 64 * 7 * 7);
+}
+
+TEST(Registry, MlpOnFlatInputAndEveryType) {
+  auto mlp = nn::build_sequential({spec("flatten"), spec("linear", {{"out_features", int64_t{16}}, {"bias", false}}),
+                                   spec("layer_norm"), spec("gelu"), spec("batch_norm"), spec("tanh"), spec("sigmoid"),
+                                   spec("linear", {{"out_features", int64_t{3}}}), spec("softmax", {{"dim", int64_t{1}}})},
+                                  {1, 4, 4});
+  EXPECT_EQ(mlp->forward(randn({2, 1, 4, 4})).shape(), Shape({2, 3}));
+  auto pools = nn::build_sequential({spec("avg_pool2d", {{"kernel_size", int64_t{2}}}), spec("adaptive_avg_pool2d")}, {3, 8, 8});
+  EXPECT_EQ(pools->forward(randn({2, 3, 8, 8})).shape(), Shape({2, 3, 1, 1}));
+  EXPECT_EQ(nn::layer_types().size(), 14u);
+  EXPECT_EQ(nn::layer_keys("linear"), (std::vector<std::string>{"out_features", "bias"}));
+}
+
+TEST(Registry, Errors) {
+  expect_error({spec("conv2", {{"out_channels", int64_t{4}}})},
+               {"cfg.yaml:3: model[0]", "unknown layer type 'conv2'", "did you mean 'conv2d'", "valid types:", "max_pool2d"});
+  expect_error({spec("conv2d", {{"out_channel", int64_t{4}}, {"kernel_size", int64_t{3}}})},
+               {"unknown key 'out_channel'", "did you mean 'out_channels'", "valid keys: out_channels, kernel_size"});
+  expect_error({spec("conv2d", {{"kernel_size", int64_t{3}}})}, {"(conv2d)", "missing required key 'out_channels'"});
+  expect_error({spec("conv2d", {{"out_channels", int64_t{4}}, {"kernel_size", std::string("big")}})},
+               {"'kernel_size' must be an integer or a list of two integers"});
+  expect_error({spec("linear", {{"out_features", 2.5}})}, {"'out_features' must be an integer"}, {4});
+  expect_error({spec("relu", {{"inplace", true}})}, {"unknown key 'inplace'", "valid keys: none"});
+  expect_error({spec("linear", {{"out_features", int64_t{10}}})}, {"linear needs flat input", "[1, 28, 28]", "flatten"});
+  expect_error({spec("flatten"), spec("conv2d", {{"out_channels", int64_t{4}}, {"kernel_size", int64_t{3}}}, "cfg.yaml:9: model[1]")},
+               {"cfg.yaml:9: model[1]", "conv2d needs image input [C, H, W]", "[784]"});
+  expect_error({spec("conv2d", {{"out_channels", int64_t{4}}, {"kernel_size", int64_t{9}}})},
+               {"cfg.yaml:3: model[0] (conv2d)", "does not fit the input [1, 4, 4]", "smaller than"}, {1, 4, 4});
+  expect_error({spec("dropout", {{"p", 1.5}})}, {"'p' must be in [0, 1)"});
+}

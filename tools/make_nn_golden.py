@@ -1,0 +1,77 @@
+#!/usr/bin/python3
+"""Golden values for tests/test_nn_functional.cpp, from PyTorch (Debian's python3-torch):
+
+    /usr/bin/python3 tools/make_nn_golden.py     # writes tests/data/nn_golden.safetensors
+
+For each case NAME the file holds its inputs (NAME.x, NAME.w, ...), the output NAME.y, a random
+cotangent NAME.r and the gradients of sum(y * r) with respect to each input (NAME.gx, NAME.gw, ...).
+All f64. The C++ test runs the same op with the parameters stated beside each case here and there.
+"""
+import pathlib
+
+import torch
+import torch.nn.functional as F
+from safetensors.torch import save_file
+
+torch.manual_seed(0)
+out = {}
+
+
+def case(name, fn, **inputs):
+    leaves = {k: v.clone().double().requires_grad_(v.is_floating_point()) for k, v in inputs.items()}
+    y = fn(**leaves)
+    r = torch.randn_like(y)
+    (y * r).sum().backward()
+    for k, v in leaves.items():
+        out[f"{name}.{k}"] = v.detach().contiguous()
+        if v.grad is not None:
+            out[f"{name}.g{k}"] = v.grad.contiguous()
+    out[f"{name}.y"] = y.detach().contiguous()
+    out[f"{name}.r"] = r.contiguous()
+
+
+def idx(*shape, high):
+    return torch.randint(0, high, shape)
+
+
+# conv2d: plain with bias; strided + padded + dilated; grouped without bias
+case("conv_plain", lambda x, w, b: F.conv2d(x, w, b, padding=1), x=torch.randn(2, 3, 5, 6), w=torch.randn(4, 3, 3, 3), b=torch.randn(4))
+case("conv_strided", lambda x, w, b: F.conv2d(x, w, b, stride=(2, 1), padding=(1, 2), dilation=(1, 2)),
+     x=torch.randn(2, 2, 7, 6), w=torch.randn(3, 2, 3, 2), b=torch.randn(3))
+case("conv_grouped", lambda x, w: F.conv2d(x, w, stride=2, padding=1, groups=2), x=torch.randn(2, 4, 6, 6), w=torch.randn(6, 2, 3, 3))
+# pooling
+case("maxpool", lambda x: F.max_pool2d(x, 3, stride=2, padding=1), x=torch.randn(2, 3, 7, 8))
+case("avgpool", lambda x: F.avg_pool2d(x, 3, stride=2, padding=1), x=torch.randn(2, 3, 7, 8))
+case("avgpool_nopad", lambda x: F.avg_pool2d(x, 3, stride=2, padding=1, count_include_pad=False), x=torch.randn(2, 3, 7, 8))
+case("adaptive", lambda x: F.adaptive_avg_pool2d(x, 1), x=torch.randn(2, 3, 4, 5))
+# normalisation (running statistics after the training step are stored as NAME.rm / NAME.rv)
+rm, rv = torch.randn(3).double(), torch.rand(3).double() + 0.5
+rm_t, rv_t = rm.clone(), rv.clone()
+case("bn_train", lambda x, w, b: F.batch_norm(x, rm_t, rv_t, w, b, training=True, momentum=0.1, eps=1e-5),
+     x=torch.randn(4, 3, 2, 3), w=torch.randn(3), b=torch.randn(3))
+out["bn_train.rm0"], out["bn_train.rv0"], out["bn_train.rm"], out["bn_train.rv"] = rm, rv, rm_t, rv_t
+case("bn_eval", lambda x, w, b: F.batch_norm(x, rm, rv, w, b, training=False, eps=1e-5), x=torch.randn(4, 3, 2, 3), w=torch.randn(3), b=torch.randn(3))
+out["bn_eval.rm"], out["bn_eval.rv"] = rm, rv
+case("bn1d", lambda x: F.batch_norm(x, None, None, None, None, training=True), x=torch.randn(5, 4))
+case("layernorm", lambda x, w, b: F.layer_norm(x, (3, 4), w, b, eps=1e-5), x=torch.randn(2, 3, 4), w=torch.randn(3, 4), b=torch.randn(3, 4))
+# losses
+t = torch.tensor([1, 0, 4, 2, 4, 3])
+case("ce_mean", lambda x: F.cross_entropy(x, t), x=torch.randn(6, 5) * 3)
+case("ce_smooth_ignore", lambda x: F.cross_entropy(x, torch.tensor([1, -100, 4, 2, -100, 3]), label_smoothing=0.2), x=torch.randn(6, 5))
+case("ce_sum", lambda x: F.cross_entropy(x, t, reduction="sum"), x=torch.randn(6, 5))
+case("ce_none", lambda x: F.cross_entropy(x, t, reduction="none", ignore_index=4), x=torch.randn(6, 5))
+out["ce.t"] = t
+case("nll", lambda x: F.nll_loss(F.log_softmax(x, 1), t), x=torch.randn(6, 5))
+case("mse", lambda x, t: F.mse_loss(x, t), x=torch.randn(3, 4), t=torch.randn(3, 4))
+case("l1", lambda x, t: F.l1_loss(x, t, reduction="sum"), x=torch.randn(3, 4), t=torch.randn(3, 4))
+case("bce", lambda x, t: F.binary_cross_entropy_with_logits(x, t), x=torch.randn(3, 4) * 4, t=torch.rand(3, 4))
+case("linear", lambda x, w, b: F.linear(x, w, b), x=torch.randn(4, 3), w=torch.randn(5, 3), b=torch.randn(5))
+e_idx = torch.tensor([[1, 3], [0, 3]])
+case("embedding", lambda w: F.embedding(e_idx, w), w=torch.randn(4, 3))
+out["embedding.i"] = e_idx
+case("gelu", lambda x: F.gelu(x), x=torch.randn(7) * 2)
+case("logsoftmax", lambda x: F.log_softmax(x, dim=0), x=torch.randn(4, 3))
+
+path = pathlib.Path(__file__).resolve().parent.parent / "tests" / "data" / "nn_golden.safetensors"
+save_file({k: v.clone().contiguous() for k, v in out.items()}, str(path), metadata={"torch": torch.__version__})
+print(f"wrote {path} ({len(out)} tensors)")
