@@ -139,25 +139,24 @@ struct ReduceFn {
   }
 };
 
-// --- optimizer updates (PyTorch's single-tensor SGD, Adam/AdamW and RMSprop, in its order of operations) --
-// lerp as ATen computes it, so that exp_avg matches PyTorch to the last bit where it can.
-template <typename T> EMBER_HOST_DEVICE T lerp(T self, T end, T weight) {
-  return (weight < T(0.5)) ? self + weight * (end - self) : end - (end - self) * (T(1) - weight);
-}
-
+// --- optimizer updates (PyTorch 1.13's single-tensor SGD, Adam/AdamW and RMSprop) -----------------------
+// Same order of operations, and every derived constant (1 - β, lr / bias correction, 1 - lr·wd) computed
+// in double and rounded once to T, as PyTorch's Python scalars are: f32 trajectories then match PyTorch's
+// to about an ulp per step.
 template <typename T>
 struct OptimizerStep {
   OptimizerOp op;
-  T lr, wd, momentum, dampening, beta1, beta2, eps, bc1, bc2_sqrt;
+  T lr, wd, momentum, one_minus_dampening, beta1, one_minus_beta1, beta2, one_minus_beta2, eps, step_size,
+      bc2_sqrt, decay;
   bool decoupled, maximize, nesterov, amsgrad, centered, first_step;
 
-  explicit OptimizerStep(const OptimizerParams& p)
-      : op(OptimizerOp::sgd), lr(T(p.lr)), wd(T(p.weight_decay)), momentum(T(p.momentum)), dampening(T(p.dampening)),
-        beta1(T(p.beta1)), beta2(T(p.beta2)), eps(T(p.eps)),
-        bc1(T(1) - T(::pow(p.beta1, static_cast<double>(p.step)))),
-        bc2_sqrt(T(::sqrt(1.0 - ::pow(p.beta2, static_cast<double>(p.step))))), decoupled(p.decoupled_weight_decay),
-        maximize(p.maximize), nesterov(p.nesterov), amsgrad(p.amsgrad), centered(p.centered),
-        first_step(p.step == 1) {}
+  OptimizerStep(OptimizerOp op, const OptimizerParams& p)
+      : op(op), lr(T(p.lr)), wd(T(p.weight_decay)), momentum(T(p.momentum)), one_minus_dampening(T(1.0 - p.dampening)),
+        beta1(T(p.beta1)), one_minus_beta1(T(1.0 - p.beta1)), beta2(T(p.beta2)), one_minus_beta2(T(1.0 - p.beta2)),
+        eps(T(p.eps)), step_size(T(p.lr / (1.0 - ::pow(p.beta1, static_cast<double>(p.step))))),
+        bc2_sqrt(T(::sqrt(1.0 - ::pow(p.beta2, static_cast<double>(p.step))))), decay(T(1.0 - p.lr * p.weight_decay)),
+        decoupled(p.decoupled_weight_decay), maximize(p.maximize), nesterov(p.nesterov), amsgrad(p.amsgrad),
+        centered(p.centered), first_step(p.step == 1) {}
 
   // s0..s2 may be null where the configuration has no such buffer.
   EMBER_HOST_DEVICE void operator()(T& param, T grad, T* s0, T* s1, T* s2) const {
@@ -166,42 +165,42 @@ struct OptimizerStep {
       if (wd != T(0)) g = g + wd * param;
       if (momentum != T(0)) {
         T& buf = *s0;
-        buf = first_step ? g : momentum * buf + (T(1) - dampening) * g;
+        buf = first_step ? g : buf * momentum + one_minus_dampening * g;
         g = nesterov ? g + momentum * buf : buf;
       }
-      param = param - lr * g;
+      param = param + (-lr) * g;
     } else if (op == OptimizerOp::adam) {
-      if (decoupled) param = param * (T(1) - lr * wd);
+      if (decoupled) param = param * decay;
       else if (wd != T(0)) g = g + wd * param;
       T& m = *s0;
       T& v = *s1;
-      m = lerp(m, g, T(1) - beta1);
-      v = v * beta2 + (T(1) - beta2) * g * g;
+      m = m * beta1 + one_minus_beta1 * g;
+      v = v * beta2 + one_minus_beta2 * g * g;
       T denom_src = v;
       if (amsgrad) {
         *s2 = m_max(*s2, v);
         denom_src = *s2;
       }
       const T denom = m_sqrt(denom_src) / bc2_sqrt + eps;
-      param = param - (lr / bc1) * (m / denom);
+      param = param + (-step_size) * (m / denom);
     } else {  // rmsprop: alpha is beta2
       if (wd != T(0)) g = g + wd * param;
       T& square_avg = *s0;
-      square_avg = square_avg * beta2 + (T(1) - beta2) * g * g;
+      square_avg = square_avg * beta2 + one_minus_beta2 * g * g;
       T avg;
       if (centered) {
         T& grad_avg = *s2;
-        grad_avg = lerp(grad_avg, g, T(1) - beta2);
-        avg = m_sqrt(square_avg - grad_avg * grad_avg) + eps;
+        grad_avg = grad_avg * beta2 + one_minus_beta2 * g;
+        avg = m_sqrt(square_avg + T(-1) * grad_avg * grad_avg) + eps;
       } else {
         avg = m_sqrt(square_avg) + eps;
       }
       if (momentum > T(0)) {
         T& buf = *s1;
         buf = buf * momentum + g / avg;
-        param = param - lr * buf;
+        param = param + (-lr) * buf;
       } else {
-        param = param - lr * (g / avg);
+        param = param + (-lr) * (g / avg);
       }
     }
   }

@@ -10,8 +10,7 @@ void CpuBackend::optimizer_step(OptimizerOp op, const OptimizerParams& p, const 
   EMBER_CHECK(param.is_contiguous() && grad.is_contiguous(), "optimizer step: parameter and gradient must be contiguous");
   dispatch_floating(param.dtype, "optimizer step", [&](auto tag) {
     using T = decltype(tag);
-    kernels::OptimizerStep<T> f(p);
-    f.op = op;
+    const kernels::OptimizerStep<T> f(op, p);
     T* w = param.ptr<T>();
     const T* g = grad.ptr<T>();
     T *b0 = s0 ? s0->ptr<T>() : nullptr, *b1 = s1 ? s1->ptr<T>() : nullptr, *b2 = s2 ? s2->ptr<T>() : nullptr;

@@ -1,0 +1,180 @@
+// Optimizers against PyTorch: 20-step trajectories on a quadratic (f64 and f32) and on a tiny MLP (f64),
+// from tests/data/optim_golden.safetensors (tools/make_optim_golden.py); state_dict round trips; clipping.
+#include <gtest/gtest.h>
+
+#include <ember/ember.h>
+
+#include <cmath>
+#include <functional>
+#include <memory>
+
+#include "autograd/grad_mode.h"
+#include "core/safetensors.h"
+#include "nn/layers.h"
+#include "optim/optimizer.h"
+
+using namespace ember;
+
+namespace {
+
+const safetensors::Contents& golden() {
+  static const safetensors::Contents c = safetensors::load(std::string(EMBER_TEST_DATA_DIR) + "/optim_golden.safetensors");
+  return c;
+}
+Tensor get(const std::string& name) {
+  const Tensor* t = golden().find(name);
+  if (t == nullptr) throw Error("golden tensor " + name + " missing");
+  return *t;
+}
+
+using Make = std::function<std::unique_ptr<optim::Optimizer>(std::vector<Tensor>)>;
+
+// The configurations of tools/make_optim_golden.py.
+const std::vector<std::pair<std::string, Make>>& configs() {
+  static const std::vector<std::pair<std::string, Make>> c = {
+      {"sgd", [](auto p) { return std::make_unique<optim::SGD>(p, optim::SGDOptions{.lr = 0.1}); }},
+      {"sgd_momentum", [](auto p) {
+         return std::make_unique<optim::SGD>(p, optim::SGDOptions{.lr = 0.05, .momentum = 0.9, .dampening = 0.1, .weight_decay = 0.01});
+       }},
+      {"sgd_nesterov", [](auto p) {
+         return std::make_unique<optim::SGD>(p, optim::SGDOptions{.lr = 0.05, .momentum = 0.9, .weight_decay = 0.01, .nesterov = true});
+       }},
+      {"adam", [](auto p) { return std::make_unique<optim::Adam>(p, optim::AdamOptions{.lr = 0.01}); }},
+      {"adam_amsgrad", [](auto p) {
+         return std::make_unique<optim::Adam>(
+             p, optim::AdamOptions{.lr = 0.01, .beta1 = 0.8, .beta2 = 0.99, .eps = 1e-6, .weight_decay = 0.1, .amsgrad = true});
+       }},
+      {"adamw", [](auto p) { return std::make_unique<optim::AdamW>(p, optim::AdamWOptions{.lr = 0.01, .weight_decay = 0.1}); }},
+      {"rmsprop", [](auto p) { return std::make_unique<optim::RMSprop>(p, optim::RMSpropOptions{.lr = 0.01}); }},
+      {"rmsprop_centered", [](auto p) {
+         return std::make_unique<optim::RMSprop>(
+             p, optim::RMSpropOptions{.lr = 0.01, .alpha = 0.9, .weight_decay = 0.01, .momentum = 0.5, .centered = true});
+       }},
+  };
+  return c;
+}
+
+void expect_rel(const std::vector<double>& actual, const std::vector<double>& expected, double rtol, const std::string& what) {
+  ASSERT_EQ(actual.size(), expected.size()) << what;
+  for (size_t i = 0; i < actual.size(); ++i)
+    ASSERT_NEAR(actual[i], expected[i], rtol * std::max(1.0, std::abs(expected[i]))) << what << " element " << i;
+}
+
+void quadratic(DType dtype, const std::string& key, double rtol) {
+  const Tensor c = get("quad.c").to(dtype), d = get("quad.d").to(dtype);
+  for (const auto& [name, make] : configs()) {
+    Tensor x = get("quad.x0").to(dtype).clone().requires_grad_();
+    auto opt = make({x});
+    const Tensor expected = get(name + "." + key);
+    for (int step = 0; step < 20; ++step) {
+      opt->zero_grad();
+      (sum(c * x * x) * 0.5 + sum(d * x)).backward();
+      opt->step();
+      expect_rel(x.to_vector<double>(), expected.select(0, step).to_vector<double>(), rtol,
+                 name + " " + key + " step " + std::to_string(step + 1));
+    }
+  }
+}
+
+struct Mlp : nn::Module {
+  std::shared_ptr<nn::Linear> l0 = register_module("0", std::make_shared<nn::Linear>(4, 8));
+  std::shared_ptr<nn::Linear> l2 = register_module("2", std::make_shared<nn::Linear>(8, 3));
+  Tensor forward(const Tensor& x) override { return l2->forward(tanh(l0->forward(x))); }
+};
+
+std::shared_ptr<Mlp> golden_mlp() {
+  auto m = std::make_shared<Mlp>();
+  m->to(DType::f64);
+  nn::NamedTensors init;
+  for (const auto& [name, t] : m->named_parameters()) init.emplace_back(name, get("mlp.init." + name));
+  m->load_state_dict(init, /*strict=*/false);
+  return m;
+}
+
+}  // namespace
+
+TEST(Optim, QuadraticTrajectoriesMatchPyTorchF64) { quadratic(DType::f64, "quad64", 1e-12); }
+TEST(Optim, QuadraticTrajectoriesMatchPyTorchF32) { quadratic(DType::f32, "quad32", 1e-6); }
+
+TEST(Optim, MlpTrajectoriesMatchPyTorch) {
+  const Tensor x = get("mlp.x"), y = get("mlp.y");
+  for (const auto& [name, make] : configs()) {
+    auto model = golden_mlp();
+    auto opt = make(model->parameters());
+    const Tensor expected = get(name + ".mlp");
+    for (int step = 0; step < 20; ++step) {
+      opt->zero_grad();
+      nn::functional::cross_entropy(model->forward(x), y).backward();
+      opt->step();
+      std::vector<double> flat;
+      for (const Tensor& p : model->parameters())
+        for (double v : p.to_vector<double>()) flat.push_back(v);
+      expect_rel(flat, expected.select(0, step).to_vector<double>(), 1e-6, name + " mlp step " + std::to_string(step + 1));
+    }
+  }
+}
+
+TEST(Optim, StateDictResumesExactly) {
+  for (const auto& [name, make] : configs()) {
+    // 10 steps, save, 10 more — against 10 steps, load into a fresh optimizer, 10 more.
+    const auto run = [&](bool via_state) {
+      auto model = golden_mlp();
+      auto opt = make(model->parameters());
+      const auto train = [&](optim::Optimizer& o, int steps) {
+        for (int i = 0; i < steps; ++i) {
+          o.zero_grad();
+          nn::functional::cross_entropy(model->forward(get("mlp.x")), get("mlp.y")).backward();
+          o.step();
+        }
+      };
+      train(*opt, 10);
+      if (via_state) {
+        const auto state = opt->state_dict();
+        auto fresh = make(model->parameters());
+        fresh->load_state_dict(state);
+        train(*fresh, 10);
+      } else {
+        train(*opt, 10);
+      }
+      return model->parameters()[0].to_vector<double>();
+    };
+    EXPECT_EQ(run(false), run(true)) << name;  // bit for bit
+  }
+}
+
+TEST(Optim, ErrorsAndSkips) {
+  Tensor a = ones({3}).requires_grad_(), b = ones({2}).requires_grad_();
+  optim::SGD opt({a, b}, {.lr = 0.5});
+  sum(a * 2.0f).backward();
+  opt.step();  // b has no gradient: untouched, as in PyTorch
+  EXPECT_EQ(a.to_vector<float>(), std::vector<float>(3, 0.0f));
+  EXPECT_EQ(b.to_vector<float>(), std::vector<float>(2, 1.0f));
+  const auto expect_error = [](const std::function<void()>& f, const std::string& needle) {
+    try {
+      f();
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect_error([&] { optim::SGD({a}, {.lr = -1}); }, "SGD: invalid learning rate -1");
+  expect_error([&] { optim::SGD({a}, {.lr = 0.1, .nesterov = true}); }, "nesterov momentum needs momentum > 0");
+  expect_error([&] { optim::Adam({a}, {.beta1 = 1.0}); }, "betas/alpha must be in [0, 1)");
+  expect_error([&] { optim::Adam({a * 2.0f}); }, "can only optimize leaf tensors");
+  optim::Adam adam({a});
+  expect_error([&] { adam.load_state_dict({{"bogus", ones({1})}}); }, "missing group.0.lr");
+}
+
+TEST(Optim, ClipGradNormAndValue) {
+  Tensor a = zeros({2}).requires_grad_(), b = zeros({1}).requires_grad_();
+  a.set_grad(from_vector<float>({3, 0}));
+  b.set_grad(from_vector<float>({4}));
+  EXPECT_NEAR(optim::clip_grad_norm_({a, b}, 1.0), 5.0, 1e-9);
+  EXPECT_NEAR(a.grad().to_vector<float>()[0], 0.6f, 1e-6f);
+  EXPECT_NEAR(b.grad().to_vector<float>()[0], 0.8f, 1e-6f);
+  EXPECT_NEAR(optim::clip_grad_norm_({a, b}, 10.0, INFINITY), 0.8, 1e-6);  // below max: unchanged
+  EXPECT_NEAR(b.grad().to_vector<float>()[0], 0.8f, 1e-6f);
+  optim::clip_grad_value_({a, b}, 0.7);
+  EXPECT_EQ(b.grad().to_vector<float>()[0], 0.7f);
+  EXPECT_NEAR(a.grad().to_vector<float>()[0], 0.6f, 1e-6f);
+}
