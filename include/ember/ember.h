@@ -5,8 +5,14 @@
 #include "autograd/ops.h"
 #include "backends/cuda_info.h"
 #include "backends/log.h"
+#include "core/safetensors.h"
 #include "core/tensor.h"
 #include "data/data.h"
+#include "nn/functional.h"
+#include "nn/layers.h"
+#include "nn/registry.h"
+#include "nn/serialize.h"
+#include "optim/optimizer.h"
 
 namespace ember {
 // Memory statistics of a device's allocator (bytes).
