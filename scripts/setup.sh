@@ -11,6 +11,7 @@ packages=(
   nlohmann-json3-dev            # safetensors headers
   zlib1g-dev                    # gzip'd IDX datasets
   libopenblas0-openmp           # GEMM, the OpenMP build (one thread pool with Ember's)
+  libdnnl-dev                   # oneDNN: CPU convolution (also OpenMP)
   libgtest-dev libbenchmark-dev # tests and microbenchmarks
   dataset-fashion-mnist         # the default training data (/usr/share/datasets/fashion-mnist)
 )

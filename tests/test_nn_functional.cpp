@@ -204,3 +204,28 @@ TEST(NnFunctional, ErrorMessages) {
   expect_error([&] { F::dropout(x, 1.5, true); }, {"dropout", "[0, 1]"});
   expect_error([&] { F::embedding(from_vector<int64_t>({7}), zeros({4, 2})); }, {"index 7", "out of range"});
 }
+
+// f32 convolutions take the fast path (oneDNN where the build has it, else im2col + GEMM); they must agree
+// with PyTorch's f64 values to f32 accuracy, forward and backward, for every case above.
+TEST(NnFunctional, Conv2dF32AgreesWithF64Goldens) {
+  struct Case {
+    const char* name;
+    F::Conv2dOptions o;
+    bool bias;
+  };
+  const Case cases[] = {{"conv_plain", conv(1, 1, 1, 1, 1, 1, 1), true},
+                        {"conv_strided", conv(2, 1, 1, 2, 1, 2, 1), true},
+                        {"conv_grouped", conv(2, 2, 1, 1, 1, 1, 2), false}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string n = c.name;
+    Tensor x = get(n + ".x").to(DType::f32).requires_grad_(), w = get(n + ".w").to(DType::f32).requires_grad_();
+    Tensor b = c.bias ? get(n + ".b").to(DType::f32).requires_grad_() : Tensor();
+    const Tensor y = F::conv2d(x, w, b, c.o);
+    expect_close(y, get(n + ".y"), "forward", 1e-5);
+    (y * get(n + ".r").to(DType::f32)).sum().backward();
+    expect_close(x.grad(), get(n + ".gx"), "grad x", 1e-5);
+    expect_close(w.grad(), get(n + ".gw"), "grad w", 1e-5);
+    if (c.bias) expect_close(b.grad(), get(n + ".gb"), "grad b", 1e-5);
+  }
+}

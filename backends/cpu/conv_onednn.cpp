@@ -1,0 +1,241 @@
+#include "backends/cpu/conv_onednn.h"
+
+#if EMBER_WITH_ONEDNN
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "backends/cpu/parallel.h"
+#include "backends/log.h"
+
+namespace ember::cpu {
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+
+struct Context {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+};
+Context& context() {
+  static Context c;
+  return c;
+}
+
+// Everything that determines a primitive: the shapes and the parameters.
+using Key = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                       int64_t, int64_t, int64_t, int64_t, bool>;
+
+struct Descs {
+  memory::desc src, weights, bias, dst;
+  memory::dims strides, dilates, pad_l, pad_r;
+};
+
+Descs descs(const TensorArg& x, const TensorArg& w, const TensorArg& y, const Conv2dParams& p) {
+  const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3], O = w.shape[0], KH = w.shape[2],
+                KW = w.shape[3], OH = y.shape[2], OW = y.shape[3], G = p.groups;
+  const auto f32 = memory::data_type::f32;
+  Descs d;
+  d.src = memory::desc({N, C, H, W}, f32, tag::nchw);
+  d.weights = G == 1 ? memory::desc({O, C, KH, KW}, f32, tag::oihw) : memory::desc({G, O / G, C / G, KH, KW}, f32, tag::goihw);
+  d.bias = memory::desc({O}, f32, tag::x);
+  d.dst = memory::desc({N, O, OH, OW}, f32, tag::nchw);
+  d.strides = {p.stride[0], p.stride[1]};
+  d.dilates = {p.dilation[0] - 1, p.dilation[1] - 1};  // oneDNN counts the gaps
+  d.pad_l = {p.padding[0], p.padding[1]};
+  // Right padding that yields PyTorch's output size (floor division may leave input rows unused).
+  d.pad_r = {(OH - 1) * p.stride[0] + p.dilation[0] * (KH - 1) + 1 - H - p.padding[0],
+             (OW - 1) * p.stride[1] + p.dilation[1] * (KW - 1) + 1 - W - p.padding[1]};
+  return d;
+}
+
+Key key(int kind, const TensorArg& x, const TensorArg& w, const TensorArg& y, const Conv2dParams& p, bool bias) {
+  return {kind, x.shape[0], x.shape[1], x.shape[2], x.shape[3], w.shape[0], w.shape[2], w.shape[3], y.shape[2], y.shape[3],
+          p.stride[0] * 1000 + p.stride[1], p.padding[0] * 1000 + p.padding[1], p.dilation[0] * 1000 + p.dilation[1],
+          p.groups, 0, bias};
+}
+
+// A primitive and the memories in its preferred (blocked) layouts, kept with it so that no call allocates.
+struct Cached {
+  dnnl::primitive forward;
+  memory::desc src_md, weights_md, dst_md;  // the forward's chosen layouts
+  memory src_mem, weights_mem, dst_mem;     // allocated when a layout differs from the plain one
+};
+
+// An argument in the layout a primitive wants: when that differs from the plain (caller's) layout, a
+// cached buffer in the wanted layout, filled (in) or emptied (back) by a reorder.
+struct Scratch {
+  memory wanted;  // null when the plain layout is what the primitive wants
+  Scratch() = default;
+  Scratch(const memory::desc& want, const memory::desc& plain, const dnnl::engine& eng) {
+    if (want != plain) wanted = memory(want, eng);
+  }
+  memory in(dnnl::stream& s, const memory& plain) {
+    if (!wanted) return plain;
+    dnnl::reorder(plain, wanted).execute(s, const_cast<memory&>(plain), wanted);
+    return wanted;
+  }
+  memory out(const memory& plain) const { return wanted ? wanted : plain; }
+  void back(dnnl::stream& s, const memory& plain) {
+    if (wanted) dnnl::reorder(wanted, plain).execute(s, wanted, const_cast<memory&>(plain));
+  }
+};
+
+struct Backward {
+  dnnl::primitive data, weights;
+  Scratch data_diff_dst, data_weights, data_diff_src, w_src, w_diff_dst, w_diff_weights;
+};
+
+std::mutex g_mutex;
+std::map<Key, Backward>& backward_cache() {
+  static std::map<Key, Backward> c;
+  return c;
+}
+std::map<Key, Cached>& cache() {
+  static std::map<Key, Cached> c;
+  return c;
+}
+
+dnnl::convolution_forward::primitive_desc forward_pd(Descs d, bool bias, bool any_layout = false) {
+  if (any_layout) {  // let oneDNN pick the blocked layouts its fastest kernels want
+    d.src = memory::desc(d.src.dims(), memory::data_type::f32, tag::any);
+    d.weights = memory::desc(d.weights.dims(), memory::data_type::f32, tag::any);
+    d.dst = memory::desc(d.dst.dims(), memory::data_type::f32, tag::any);
+  }
+  const auto desc = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+                                                           d.src, d.weights, d.bias, d.dst, d.strides, d.dilates, d.pad_l, d.pad_r)
+                         : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+                                                           d.src, d.weights, d.dst, d.strides, d.dilates, d.pad_l, d.pad_r);
+  return {desc, context().engine};
+}
+
+memory mem(const memory::desc& md, const TensorArg& a) { return memory(md, context().engine, a.data); }
+
+bool usable(const TensorArg& x) { return x.dtype == DType::f32; }
+
+}  // namespace
+
+bool onednn_available() { return true; }
+
+bool onednn_conv2d_forward(const TensorArg& x, const TensorArg& w, const TensorArg* bias, const TensorArg& y,
+                           const Conv2dParams& p) {
+  if (!usable(x)) return false;
+  try {
+    const Descs d = descs(x, w, y, p);
+    // One lock for the whole call: the cached scratch memories belong to one call at a time.
+    std::lock_guard lock(g_mutex);
+    Cached& c = cache()[key(0, x, w, y, p, bias != nullptr)];
+    auto& eng = context().engine;
+    if (!c.forward) {
+      const auto pd = forward_pd(d, bias != nullptr, /*any_layout=*/true);
+      c.forward = dnnl::convolution_forward(pd);
+      c.src_md = pd.src_desc();
+      c.weights_md = pd.weights_desc();
+      c.dst_md = pd.dst_desc();
+      if (c.src_md != d.src) c.src_mem = memory(c.src_md, eng);
+      if (c.weights_md != d.weights) c.weights_mem = memory(c.weights_md, eng);
+      if (c.dst_md != d.dst) c.dst_mem = memory(c.dst_md, eng);
+    }
+    dnnl::stream s(eng);
+    memory src = mem(d.src, x), weights = mem(d.weights, w), dst = mem(d.dst, y);
+    if (c.src_mem) dnnl::reorder(src, c.src_mem).execute(s, src, c.src_mem);
+    if (c.weights_mem) dnnl::reorder(weights, c.weights_mem).execute(s, weights, c.weights_mem);
+    std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, c.src_mem ? c.src_mem : src},
+                                            {DNNL_ARG_WEIGHTS, c.weights_mem ? c.weights_mem : weights},
+                                            {DNNL_ARG_DST, c.dst_mem ? c.dst_mem : dst}};
+    if (bias != nullptr) args[DNNL_ARG_BIAS] = mem(d.bias, *bias);
+    c.forward.execute(s, args);
+    if (c.dst_mem) dnnl::reorder(c.dst_mem, dst).execute(s, c.dst_mem, dst);
+    s.wait();
+    return true;
+  } catch (const dnnl::error& e) {
+    log().debug("conv2d: oneDNN declined ({}); using im2col + GEMM", e.what());
+    return false;
+  }
+}
+
+bool onednn_conv2d_backward(const TensorArg& x, const TensorArg& w, const TensorArg& grad_y, const TensorArg* grad_x,
+                            const TensorArg* grad_w, const TensorArg* grad_bias, const Conv2dParams& p) {
+  if (!usable(x)) return false;
+  try {
+    const Descs d = descs(x, w, grad_y, p);
+    const bool with_bias = grad_bias != nullptr;
+    std::lock_guard lock(g_mutex);
+    Backward& c = backward_cache()[key(1, x, w, grad_y, p, with_bias)];
+    auto& eng = context().engine;
+    if (!c.data) {
+      const auto fwd = forward_pd(d, with_bias, /*any_layout=*/true);
+      Descs any = d;
+      any.src = memory::desc(d.src.dims(), memory::data_type::f32, tag::any);
+      any.weights = memory::desc(d.weights.dims(), memory::data_type::f32, tag::any);
+      any.dst = memory::desc(d.dst.dims(), memory::data_type::f32, tag::any);
+      const dnnl::convolution_backward_data::primitive_desc data_pd(
+          dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, any.src, any.weights, any.dst,
+                                                d.strides, d.dilates, d.pad_l, d.pad_r),
+          eng, fwd);
+      const auto wdesc = with_bias ? dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, any.src,
+                                                                              any.weights, d.bias, any.dst, d.strides,
+                                                                              d.dilates, d.pad_l, d.pad_r)
+                                   : dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, any.src,
+                                                                              any.weights, any.dst, d.strides, d.dilates,
+                                                                              d.pad_l, d.pad_r);
+      const dnnl::convolution_backward_weights::primitive_desc weights_pd(wdesc, eng, fwd);
+      c.data = dnnl::convolution_backward_data(data_pd);
+      c.weights = dnnl::convolution_backward_weights(weights_pd);
+      c.data_diff_dst = Scratch(data_pd.diff_dst_desc(), d.dst, eng);
+      c.data_weights = Scratch(data_pd.weights_desc(), d.weights, eng);
+      c.data_diff_src = Scratch(data_pd.diff_src_desc(), d.src, eng);
+      c.w_src = Scratch(weights_pd.src_desc(), d.src, eng);
+      c.w_diff_dst = Scratch(weights_pd.diff_dst_desc(), d.dst, eng);
+      c.w_diff_weights = Scratch(weights_pd.diff_weights_desc(), d.weights, eng);
+    }
+    dnnl::stream s(eng);
+    const memory gy = mem(d.dst, grad_y);
+    if (grad_x != nullptr) {
+      const memory gx = mem(d.src, *grad_x);
+      c.data.execute(s, {{DNNL_ARG_DIFF_DST, c.data_diff_dst.in(s, gy)},
+                         {DNNL_ARG_WEIGHTS, c.data_weights.in(s, mem(d.weights, w))},
+                         {DNNL_ARG_DIFF_SRC, c.data_diff_src.out(gx)}});
+      c.data_diff_src.back(s, gx);
+    }
+    if (grad_w != nullptr || with_bias) {
+      // oneDNN computes the weight gradient with the bias gradient; when only the latter is wanted the
+      // former goes to the cached scratch (or a temporary when the layouts are plain).
+      std::vector<float> unused;
+      memory gw = grad_w != nullptr ? mem(d.weights, *grad_w)
+                                    : (unused.resize(d.weights.get_size() / sizeof(float)), memory(d.weights, eng, unused.data()));
+      std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, c.w_src.in(s, mem(d.src, x))},
+                                              {DNNL_ARG_DIFF_DST, c.w_diff_dst.in(s, gy)},
+                                              {DNNL_ARG_DIFF_WEIGHTS, c.w_diff_weights.out(gw)}};
+      if (with_bias) args[DNNL_ARG_DIFF_BIAS] = mem(d.bias, *grad_bias);
+      c.weights.execute(s, args);
+      c.w_diff_weights.back(s, gw);
+    }
+    s.wait();
+    return true;
+  } catch (const dnnl::error& e) {
+    log().debug("conv2d backward: oneDNN declined ({}); using im2col + GEMM", e.what());
+    return false;
+  }
+}
+
+}  // namespace ember::cpu
+
+#else  // no oneDNN in this build
+
+namespace ember::cpu {
+bool onednn_available() { return false; }
+bool onednn_conv2d_forward(const TensorArg&, const TensorArg&, const TensorArg*, const TensorArg&, const Conv2dParams&) {
+  return false;
+}
+bool onednn_conv2d_backward(const TensorArg&, const TensorArg&, const TensorArg&, const TensorArg*, const TensorArg*,
+                            const TensorArg*, const Conv2dParams&) {
+  return false;
+}
+}  // namespace ember::cpu
+
+#endif
