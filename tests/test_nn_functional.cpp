@@ -5,6 +5,8 @@
 
 #include <ember/ember.h>
 
+#include "test_helpers.h"
+
 #include <functional>
 #include <map>
 #include <string>
@@ -81,14 +83,6 @@ F::Pool2dOptions pool(int64_t k, int64_t s, int64_t p, bool include_pad = true) 
   return o;
 }
 
-void expect_error(const std::function<void()>& f, const std::vector<std::string>& needles) {
-  try {
-    f();
-    ADD_FAILURE() << "no error";
-  } catch (const Error& e) {
-    for (const auto& n : needles) EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << e.what();
-  }
-}
 
 }  // namespace
 
@@ -187,22 +181,22 @@ TEST(NnFunctional, DropoutScalesKeepsAndIsSeeded) {
 
 TEST(NnFunctional, ErrorMessages) {
   const Tensor x = zeros({2, 3, 5, 5});
-  expect_error([&] { F::conv2d(x, zeros({4, 2, 3, 3})); }, {"conv2d", "3 channels", "expects 2"});
-  expect_error([&] { F::conv2d(zeros({5, 5}), zeros({4, 3, 3, 3})); }, {"conv2d", "[N, C, H, W]", "[5, 5]"});
-  expect_error([&] { F::conv2d(x, zeros({4, 3, 7, 7})); }, {"conv2d", "smaller than"});
-  expect_error([&] { F::conv2d(x, zeros({4, 3, 3, 3}), zeros({5})); }, {"conv2d", "bias must be [4]"});
-  expect_error([&] { F::conv2d(x, zeros({4, 3, 3, 3}, {.dtype = DType::f64})); }, {"conv2d", "f32", "f64"});
-  expect_error([&] { F::max_pool2d(x, pool(2, 2, 2)); }, {"max_pool2d", "at most half"});
-  expect_error([&] { F::cross_entropy(zeros({4, 3}), from_vector<int64_t>({0, 1, 3, 2})); },
-               {"cross_entropy", "target 3", "sample 2", "[0, 3)"});
-  expect_error([&] { F::cross_entropy(zeros({4, 3}), zeros({4})); }, {"cross_entropy", "i64"});
-  expect_error([&] { F::cross_entropy(zeros({4, 3}), zeros({3}, {.dtype = DType::i64})); }, {"target shape [3]", "[4]"});
-  expect_error([&] { F::batch_norm(x, {}, {}, {}, {}, false); }, {"batch_norm", "running_mean"});
-  expect_error([&] { F::batch_norm(zeros({1, 3}), {}, {}, {}, {}, true); }, {"batch_norm", "more than one value"});
-  expect_error([&] { F::layer_norm(x, {4}); }, {"layer_norm", "[4]", "[2, 3, 5, 5]"});
-  expect_error([&] { F::linear(zeros({2, 3}), zeros({4, 5})); }, {"linear", "in_features 5"});
-  expect_error([&] { F::dropout(x, 1.5, true); }, {"dropout", "[0, 1]"});
-  expect_error([&] { F::embedding(from_vector<int64_t>({7}), zeros({4, 2})); }, {"index 7", "out of range"});
+  EXPECT_TRUE(test::throws_error([&] { F::conv2d(x, zeros({4, 2, 3, 3})); }, {"conv2d", "3 channels", "expects 2"}));
+  EXPECT_TRUE(test::throws_error([&] { F::conv2d(zeros({5, 5}), zeros({4, 3, 3, 3})); }, {"conv2d", "[N, C, H, W]", "[5, 5]"}));
+  EXPECT_TRUE(test::throws_error([&] { F::conv2d(x, zeros({4, 3, 7, 7})); }, {"conv2d", "smaller than"}));
+  EXPECT_TRUE(test::throws_error([&] { F::conv2d(x, zeros({4, 3, 3, 3}), zeros({5})); }, {"conv2d", "bias must be [4]"}));
+  EXPECT_TRUE(test::throws_error([&] { F::conv2d(x, zeros({4, 3, 3, 3}, {.dtype = DType::f64})); }, {"conv2d", "f32", "f64"}));
+  EXPECT_TRUE(test::throws_error([&] { F::max_pool2d(x, pool(2, 2, 2)); }, {"max_pool2d", "at most half"}));
+  EXPECT_TRUE(test::throws_error([&] { F::cross_entropy(zeros({4, 3}), from_vector<int64_t>({0, 1, 3, 2})); },
+               {"cross_entropy", "target 3", "sample 2", "[0, 3)"}));
+  EXPECT_TRUE(test::throws_error([&] { F::cross_entropy(zeros({4, 3}), zeros({4})); }, {"cross_entropy", "i64"}));
+  EXPECT_TRUE(test::throws_error([&] { F::cross_entropy(zeros({4, 3}), zeros({3}, {.dtype = DType::i64})); }, {"target shape [3]", "[4]"}));
+  EXPECT_TRUE(test::throws_error([&] { F::batch_norm(x, {}, {}, {}, {}, false); }, {"batch_norm", "running_mean"}));
+  EXPECT_TRUE(test::throws_error([&] { F::batch_norm(zeros({1, 3}), {}, {}, {}, {}, true); }, {"batch_norm", "more than one value"}));
+  EXPECT_TRUE(test::throws_error([&] { F::layer_norm(x, {4}); }, {"layer_norm", "[4]", "[2, 3, 5, 5]"}));
+  EXPECT_TRUE(test::throws_error([&] { F::linear(zeros({2, 3}), zeros({4, 5})); }, {"linear", "in_features 5"}));
+  EXPECT_TRUE(test::throws_error([&] { F::dropout(x, 1.5, true); }, {"dropout", "[0, 1]"}));
+  EXPECT_TRUE(test::throws_error([&] { F::embedding(from_vector<int64_t>({7}), zeros({4, 2})); }, {"index 7", "out of range"}));
 }
 
 // f32 convolutions take the fast path (oneDNN where the build has it, else im2col + GEMM); they must agree
