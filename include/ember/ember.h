@@ -5,6 +5,7 @@
 #include "autograd/ops.h"
 #include "backends/cuda_info.h"
 #include "backends/log.h"
+#include "core/checkpoint.h"
 #include "core/safetensors.h"
 #include "core/tensor.h"
 #include "data/data.h"
