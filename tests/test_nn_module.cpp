@@ -221,3 +221,21 @@ TEST(Layers, MlpAndCnnOverfitAFashionMnistShapedBatch) {
                      std::make_shared<nn::Linear>(16 * 7 * 7, 10, true, &gen)};
   EXPECT_LT(overfit(cnn, x, y, 200, 0.01, 0.9), 0.05f);
 }
+
+TEST(Module, SaveAndLoadWeightsFiles) {
+  const std::string path = "/tmp/ember_weights_" + std::to_string(::getpid()) + ".safetensors";
+  Net a, b;
+  save(a, path, {{"note", "test"}});
+  load(b, path);
+  EXPECT_EQ(b.block->fc->weight.to_vector<float>(), a.block->fc->weight.to_vector<float>());
+  EXPECT_EQ(b.block->bn->running_var.to_vector<float>(), a.block->bn->running_var.to_vector<float>());
+  // A file for another model: the error names the file and the keys that do not fit.
+  nn::Linear other(4, 3);
+  EXPECT_TRUE(test::throws_error([&] { load(other, path); }, {path, "missing keys: weight, bias", "unexpected keys"}));
+  nn::Sequential wrong_shape{std::make_shared<nn::Linear>(5, 3)};
+  save(wrong_shape, path);
+  nn::Sequential model{std::make_shared<nn::Linear>(4, 3)};
+  EXPECT_TRUE(test::throws_error([&] { load(model, path); }, {path, "mis-shaped keys: 0.weight (model [3, 4] f32, given [3, 5] f32)"}));
+  std::remove(path.c_str());
+  EXPECT_TRUE(test::throws_error([&] { load(model, path); }, {"cannot open", path}));
+}

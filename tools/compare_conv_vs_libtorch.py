@@ -1,0 +1,36 @@
+#!/usr/bin/python3
+"""Ember vs LibTorch on the Fashion-MNIST CNN's two convolutions, run alternately (A B A B ...) so that
+both see the same machine load; prints each pair's ratio (Ember GFLOP/s / LibTorch GFLOP/s) and the
+medians. LibTorch runs in its best configuration (docs/benchmarks.md); Ember as installed.
+
+    /usr/bin/python3 tools/compare_conv_vs_libtorch.py build/bench/bench_nn [pairs=5]
+"""
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+bench, pairs = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 5
+here = os.path.dirname(os.path.abspath(__file__))
+torch_env = {**os.environ, "OPENBLAS_CORETYPE": "SkylakeX", "OPENBLAS_NUM_THREADS": "1",
+             "GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=268435456:glibc.malloc.trim_threshold=1073741824"}
+ember_env = {k: v for k, v in os.environ.items() if not k.startswith("OPENBLAS_")}  # as installed elsewhere
+names = ["conv1 fwd", "conv2 fwd", "conv1 fwd+bwd", "conv2 fwd+bwd"]
+ratios = {n: [] for n in names}
+for i in range(pairs):
+    out = subprocess.run([bench, "--benchmark_filter=Conv", "--benchmark_min_time=0.5"], env=ember_env,
+                         capture_output=True, text=True, check=True).stdout
+    ember = [float(x) for x in re.findall(r"GFLOP/s=([\d.]+)G/s", out)]
+    out = subprocess.run(["/usr/bin/python3", os.path.join(here, "bench_torch_nn.py"), "2"], env=torch_env,
+                         capture_output=True, text=True, check=True).stdout
+    fwd = [float(x) for x in re.findall(r"forward ([\d.]+) GFLOP/s", out)]
+    fb = [float(x) for x in re.findall(r"forward\+backward ([\d.]+) GFLOP/s", out)]
+    torch = fwd + fb
+    line = []
+    for n, e, t in zip(names, ember, torch):
+        ratios[n].append(e / t)
+        line.append(f"{n}: {e:.0f}/{t:.0f}={e / t:.2f}")
+    print(f"pair {i + 1}: " + ", ".join(line), flush=True)
+for n in names:
+    print(f"median {n}: {statistics.median(ratios[n]):.2f}")
