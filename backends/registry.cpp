@@ -7,17 +7,31 @@
 #include "backends/log.h"
 
 namespace ember {
+namespace {
+
+// The CUDA backend's kernels are not part of this version yet (only device queries are), so a GPU that
+// the driver reports still cannot run tensors; this says so everywhere a device is chosen.
+constexpr bool kCudaKernelsBuilt = false;
+constexpr const char* kNoCudaKernels =
+    "this version of Ember has no CUDA kernels yet (only GPU queries: ember-devices); use --device cpu";
+
+std::string cuda_unusable_reason() {
+  if (!cuda::is_available()) return cuda::unavailable_reason();
+  return kCudaKernelsBuilt ? std::string() : kNoCudaKernels;
+}
+
+}  // namespace
 
 std::string Device::str() const { return is_cpu() ? "cpu" : "cuda:" + std::to_string(index); }
 
 Device Device::parse(std::string_view text) {
   if (text == "cpu") return kCPU;
   if (text == "auto") {
-    if (cuda::is_available()) {
+    if (cuda_unusable_reason().empty()) {
       log().info("device auto: using cuda:0 ({} GPU(s) found)", cuda::device_count());
       return Device(DeviceType::CUDA, 0);
     }
-    log().info("device auto: using cpu ({})", cuda::unavailable_reason());
+    log().info("device auto: using cpu ({})", cuda_unusable_reason());
     return kCPU;
   }
   if (text.substr(0, 4) == "cuda") {
@@ -29,6 +43,7 @@ Device Device::parse(std::string_view text) {
                   "device '", text, "' is not a device; expected cpu, cuda, cuda:N (N >= 0) or auto");
     }
     EMBER_CHECK(cuda::is_available(), "device '", text, "' requested, but ", cuda::unavailable_reason());
+    EMBER_CHECK(kCudaKernelsBuilt, "device '", text, "' requested, but ", kNoCudaKernels);
     EMBER_CHECK(index < cuda::device_count(), "device '", text, "' requested, but this machine has ",
                 cuda::device_count(), " GPU(s): valid indices are 0..", cuda::device_count() - 1);
     return Device(DeviceType::CUDA, index);
@@ -45,10 +60,7 @@ void set_backend_override(DeviceType type, Backend* b) { g_override[static_cast<
 Backend& backend(Device device) {
   if (Backend* b = g_override[static_cast<int>(device.type)]) [[unlikely]] return *b;
   if (device.is_cpu()) return cpu::cpu_backend();
-  EMBER_CHECK(cuda::is_available(), "device ", device.str(), ": ", cuda::unavailable_reason());
-  detail::throw_error("device ", device.str(),
-                      ": the CUDA backend (kernels, cuBLAS, cuDNN) is not implemented yet in this version of "
-                      "Ember — only device queries are; use --device cpu");
+  detail::throw_error("device ", device.str(), ": ", cuda_unusable_reason());
 }
 
 // Defaults of the fused ops: a backend that lacks one says so.
