@@ -1,6 +1,6 @@
 // Checkpoints: a run of N steps equals N/2 steps + save + load into freshly built objects + N/2 steps,
-// bit for bit on the CPU — model (with dropout and batch norm), AdamW, the data loader's position and
-// every generator. Plus the Checkpoint container's own errors.
+// bit for bit on the CPU — model (with dropout and batch norm), AdamW, a one-cycle schedule (lr and beta1),
+// the data loader's position and every generator. Plus the Checkpoint container's own errors.
 #include <gtest/gtest.h>
 
 #include <ember/ember.h>
@@ -35,11 +35,13 @@ data::DatasetPtr dataset() {
 struct TrainingRun {
   std::shared_ptr<Net> net;
   std::unique_ptr<optim::AdamW> opt;
+  std::unique_ptr<optim::OneCycleLR> sched;
   std::unique_ptr<data::DataLoader> loader;
   int64_t step = 0;
 
   explicit TrainingRun(uint64_t init_seed) : net(std::make_shared<Net>(init_seed)) {
     opt = std::make_unique<optim::AdamW>(net->parameters(), optim::AdamWOptions{.lr = 0.01});
+    sched = std::make_unique<optim::OneCycleLR>(*opt, std::vector<double>{0.05}, 40);
     loader = std::make_unique<data::DataLoader>(
         dataset(), data::DataLoaderOptions{.batch_size = 16, .shuffle = true, .num_workers = 2, .seed = 3});
   }
@@ -50,6 +52,7 @@ struct TrainingRun {
         opt->zero_grad();
         nn::functional::cross_entropy(net->forward(batch.input), batch.target).backward();
         opt->step();
+        sched->step();
         if (++step == until) break;
       }
     }
@@ -58,6 +61,7 @@ struct TrainingRun {
     Checkpoint c;
     c.put("model.", net->state_dict());
     c.put("optimizer.", opt->state_dict());
+    c.put("sched.", sched->state_dict());
     c.put_generator("dropout", net->dropout_gen);
     c.put_generator("global", default_generator());
     c.set("loader", loader->state().str());
@@ -67,6 +71,7 @@ struct TrainingRun {
   void restore(const Checkpoint& c) {
     net->load_state_dict(c.take("model."));
     opt->load_state_dict(c.take("optimizer."));
+    sched->load_state_dict(c.take("sched."));
     c.restore_generator("dropout", net->dropout_gen);
     c.restore_generator("global", default_generator());
     loader->load_state(data::LoaderState::parse(c.get("loader")));

@@ -14,6 +14,7 @@
 #include "nn/registry.h"
 #include "nn/serialize.h"
 #include "optim/optimizer.h"
+#include "optim/scheduler.h"
 
 namespace ember {
 // Memory statistics of a device's allocator (bytes).

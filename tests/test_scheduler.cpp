@@ -1,0 +1,254 @@
+// LR schedulers against PyTorch 1.13: every configuration's lr sequence (and OneCycleLR's momentum) over
+// 35 steps on two parameter groups equals tests/data/scheduler_golden.safetensors (made by
+// tools/make_scheduler_golden.py) to 1e-12 relative; a state_dict round trip through a safetensors file
+// continues exactly; invalid arguments throw naming the scheduler, the argument and the range.
+#include <gtest/gtest.h>
+
+#include <ember/ember.h>
+
+#include <functional>
+#include <memory>
+
+#include "test_helpers.h"
+
+using namespace ember;
+using namespace ember::optim;
+
+namespace {
+
+const safetensors::Contents& golden() {
+  static const safetensors::Contents c = safetensors::load(std::string(EMBER_TEST_DATA_DIR) + "/scheduler_golden.safetensors");
+  return c;
+}
+Tensor get(const std::string& name) {
+  const Tensor* t = golden().find(name);
+  if (t == nullptr) throw Error("golden tensor " + name + " missing; rerun tools/make_scheduler_golden.py");
+  return *t;
+}
+
+// Two groups, lr 0.1 and 0.01: the script's OPTIMIZERS.
+std::unique_ptr<Optimizer> make_optimizer(const std::string& kind) {
+  std::vector<Tensor> first{zeros({2}).requires_grad_()}, second{zeros({3}).requires_grad_()};
+  std::unique_ptr<Optimizer> opt;
+  if (kind == "sgd") opt = std::make_unique<SGD>(first, SGDOptions{.lr = 0.1, .momentum = 0.9});
+  else if (kind == "adam") opt = std::make_unique<Adam>(first, AdamOptions{.lr = 0.1});
+  else opt = std::make_unique<AdamW>(first, AdamWOptions{.lr = 0.1});
+  Hyper h = opt->param_groups()[0].hyper;
+  h.lr = 0.01;
+  opt->add_param_group(second, h);
+  return opt;
+}
+
+using Make = std::function<std::unique_ptr<LRScheduler>(Optimizer&)>;
+struct Config {
+  std::string name, optimizer;
+  Make make;
+};
+template <typename S, typename... Args>
+Make make(Args... args) {
+  return [=](Optimizer& o) { return std::make_unique<S>(o, args...); };
+}
+template <typename S, typename... Args>
+Make warmup(int64_t steps, double factor, Args... args) {
+  return [=](Optimizer& o) { return std::make_unique<LinearWarmup>(std::make_unique<S>(o, args...), steps, factor); };
+}
+
+// The configurations of tools/make_scheduler_golden.py.
+const std::vector<Config>& configs() {
+  using V = std::vector<double>;
+  using M = std::vector<int64_t>;
+  static const std::vector<Config> c = {
+      {"step_a", "sgd", make<StepLR>(int64_t{3}, 0.5)},
+      {"step_b", "sgd", make<StepLR>(int64_t{7})},
+      {"step_c", "adam", make<StepLR>(int64_t{1}, 1.05)},
+      {"multistep_a", "sgd", make<MultiStepLR>(M{5, 10, 20}, 0.5)},
+      {"multistep_b", "sgd", make<MultiStepLR>(M{3, 3, 12})},
+      {"exp_a", "sgd", make<ExponentialLR>(0.9)},
+      {"exp_b", "adam", make<ExponentialLR>(0.99)},
+      {"cos_a", "sgd", make<CosineAnnealingLR>(int64_t{10})},
+      {"cos_b", "sgd", make<CosineAnnealingLR>(int64_t{25}, 1e-3)},
+      {"cos_c", "adam", make<CosineAnnealingLR>(int64_t{3}, 5e-3)},
+      {"cos_d", "sgd", make<CosineAnnealingLR>(int64_t{1})},
+      {"onecycle_cos_sgd", "sgd", make<OneCycleLR>(V{0.5, 0.05}, int64_t{35})},
+      {"onecycle_linear_adam", "adam",
+       make<OneCycleLR>(V{0.1}, int64_t{40},
+                        OneCycleOptions{.pct_start = 0.25, .anneal_strategy = Anneal::linear, .div_factor = 10, .final_div_factor = 100})},
+      {"onecycle_three_adamw", "adamw",
+       make<OneCycleLR>(V{0.2, 0.02}, int64_t{36}, OneCycleOptions{.base_momentum = 0.8, .max_momentum = 0.9, .three_phase = true})},
+      {"onecycle_nomom", "sgd", make<OneCycleLR>(V{0.3}, int64_t{35}, OneCycleOptions{.pct_start = 0.4, .cycle_momentum = false})},
+      {"onecycle_short", "sgd", make<OneCycleLR>(V{1.0}, int64_t{2})},
+      {"warmup_cos", "sgd", warmup<CosineAnnealingLR>(5, 0.1, int64_t{30}, 1e-4)},
+      {"warmup_step", "adam", warmup<StepLR>(3, 0.25, int64_t{4}, 0.5)},
+      {"warmup_multistep", "sgd", warmup<MultiStepLR>(4, 0.5, M{6, 9}, 0.3)},
+      {"warmup_exp", "sgd", warmup<ExponentialLR>(1, 0.3, 0.95)},
+      {"warmup_onecycle", "adam", warmup<OneCycleLR>(4, 0.5, V{0.3}, int64_t{31})},
+      {"plateau_min_rel", "sgd", make<ReduceLROnPlateau>(PlateauOptions{.factor = 0.5, .patience = 2, .threshold = 1e-2})},
+      {"plateau_max_abs", "sgd",
+       make<ReduceLROnPlateau>(PlateauOptions{.mode = PlateauMode::max, .factor = 0.3, .patience = 1, .threshold = 0.05,
+                                              .threshold_mode = ThresholdMode::abs, .cooldown = 2, .min_lr = {0.01, 0.001}})},
+      {"plateau_default", "adam", make<ReduceLROnPlateau>(PlateauOptions{.patience = 3, .min_lr = {2e-4}})},
+      {"plateau_max_rel", "sgd",
+       make<ReduceLROnPlateau>(PlateauOptions{.mode = PlateauMode::max, .factor = 0.7, .patience = 0, .threshold = 0.02,
+                                              .cooldown = 1, .eps = 1e-3})},
+  };
+  return c;
+}
+
+// One row per recorded moment: each group's lr, then each group's momentum (SGD) or beta1 (Adam).
+std::vector<double> snapshot(const Optimizer& opt) {
+  std::vector<double> row;
+  for (const ParamGroup& g : opt.param_groups()) row.push_back(g.hyper.lr);
+  for (const ParamGroup& g : opt.param_groups()) row.push_back(opt.name() == "SGD" ? g.hyper.momentum : g.hyper.beta1);
+  return row;
+}
+
+void advance(LRScheduler& s, int64_t i) {
+  if (auto* plateau = dynamic_cast<ReduceLROnPlateau*>(&s)) plateau->step(get("plateau.metrics").to_vector<double>().at(i));
+  else s.step();
+}
+
+bool has_momentum(const std::string& name) { return golden().find(name + ".momentum") != nullptr; }
+
+TEST(Scheduler, SequencesMatchPyTorch) {
+  ASSERT_EQ(configs().size(), 25u);
+  for (const Config& cfg : configs()) {
+    SCOPED_TRACE(cfg.name);
+    const std::vector<double> lr = get(cfg.name + ".lr").to_vector<double>();
+    const std::vector<double> mom = has_momentum(cfg.name) ? get(cfg.name + ".momentum").to_vector<double>() : lr;
+    const int64_t steps = static_cast<int64_t>(lr.size() / 2) - 1;
+    ASSERT_GE(steps, cfg.name == "onecycle_short" ? 2 : 35);
+    auto opt = make_optimizer(cfg.optimizer);
+    auto sched = cfg.make(*opt);
+    for (int64_t i = 0; i <= steps; ++i) {
+      if (i > 0) advance(*sched, i - 1);
+      const std::vector<double> row = snapshot(*opt);
+      for (int g = 0; g < 2; ++g) {
+        EXPECT_NEAR(row[g], lr[2 * i + g], 1e-12 * std::abs(lr[2 * i + g])) << "lr, step " << i << " group " << g;
+        EXPECT_EQ(sched->last_lr()[g], row[g]) << "last_lr, step " << i;
+        if (has_momentum(cfg.name)) {
+          EXPECT_NEAR(row[2 + g], mom[2 * i + g], 1e-12 * mom[2 * i + g]) << "momentum, step " << i << " group " << g;
+        }
+      }
+      EXPECT_EQ(sched->last_epoch(), i);
+    }
+  }
+}
+
+TEST(Scheduler, StateDictRoundTripContinuesExactly) {
+  const std::string path = ::testing::TempDir() + "ember_scheduler_state.safetensors";
+  for (const Config& cfg : configs()) {
+    SCOPED_TRACE(cfg.name);
+    const int64_t steps = cfg.name == "onecycle_short" ? 2 : 34;
+    auto opt = make_optimizer(cfg.optimizer);
+    auto sched = cfg.make(*opt);
+    std::vector<std::vector<double>> straight{snapshot(*opt)};
+    for (int64_t i = 0; i < steps; ++i) {
+      advance(*sched, i);
+      straight.push_back(snapshot(*opt));
+    }
+
+    auto first_opt = make_optimizer(cfg.optimizer);
+    auto first = cfg.make(*first_opt);
+    for (int64_t i = 0; i < steps / 2; ++i) advance(*first, i);
+    NamedTensors state = first_opt->state_dict();
+    for (auto& kv : first->state_dict()) {
+      ASSERT_EQ(kv.first.rfind("scheduler.", 0), 0u) << kv.first;
+      state.push_back(kv);
+    }
+    safetensors::save(path, state);
+
+    NamedTensors opt_state, sched_state;
+    for (auto& kv : safetensors::load(path).tensors)
+      (kv.first.rfind("scheduler.", 0) == 0 ? sched_state : opt_state).push_back(kv);
+    auto opt2 = make_optimizer(cfg.optimizer);
+    auto resumed = cfg.make(*opt2);
+    opt2->load_state_dict(opt_state);
+    resumed->load_state_dict(sched_state);
+    EXPECT_EQ(resumed->last_epoch(), first->last_epoch());
+    EXPECT_EQ(resumed->last_lr(), first->last_lr());
+    EXPECT_EQ(snapshot(*opt2), straight[steps / 2]) << "right after loading";  // momentum too
+    for (int64_t i = steps / 2; i < steps; ++i) {
+      advance(*resumed, i);
+      EXPECT_EQ(snapshot(*opt2), straight[i + 1]) << "step " << i + 1;
+    }
+  }
+}
+
+TEST(Scheduler, LoadingAloneRestoresTheLrs) {
+  // Without the optimizer's state the scheduler still writes its lrs (and momentum) back.
+  auto opt = make_optimizer("adam");
+  OneCycleLR sched(*opt, {0.4}, 20);
+  for (int i = 0; i < 7; ++i) sched.step();
+  auto opt2 = make_optimizer("adam");
+  OneCycleLR fresh(*opt2, {0.4}, 20);
+  ASSERT_NE(snapshot(*opt2), snapshot(*opt));
+  fresh.load_state_dict(sched.state_dict());
+  EXPECT_EQ(snapshot(*opt2), snapshot(*opt));
+}
+
+TEST(Scheduler, LinearWarmupHandsOverAtTheMilestone) {
+  // As SequentialLR: `after` sits at epoch -1 during the warmup, restarts at 0 on the milestone step.
+  auto opt = make_optimizer("sgd");
+  LinearWarmup sched(std::make_unique<ExponentialLR>(*opt, 0.5), 3, 0.25);
+  EXPECT_EQ(opt->param_groups()[0].hyper.lr, 0.1 * 0.25);
+  for (int64_t i = 1; i <= 5; ++i) {
+    sched.step();
+    EXPECT_EQ(sched.after().last_epoch(), i < 3 ? -1 : i - 3) << "step " << i;
+  }
+  EXPECT_NEAR(opt->param_groups()[1].hyper.lr, 0.01 * 0.25, 1e-18);  // two ExponentialLR steps after the milestone
+}
+
+TEST(Scheduler, StepsPastOneCycleEndThrowWithoutAdvancing) {
+  auto opt = make_optimizer("sgd");
+  OneCycleLR sched(*opt, {0.1}, 3);
+  for (int i = 0; i < 3; ++i) sched.step();
+  EXPECT_TRUE(test::throws_error([&] { sched.step(); }, {"OneCycleLR", "step 4", "total_steps = 3"}));
+  EXPECT_EQ(sched.last_epoch(), 3);
+}
+
+TEST(Scheduler, InvalidArgumentsNameSchedulerArgumentAndRange) {
+  auto opt = make_optimizer("sgd");
+  Optimizer& o = *opt;
+  using test::throws_error;
+  EXPECT_TRUE(throws_error([&] { StepLR(o, 0); }, {"StepLR", "step_size", ">= 1", "0"}));
+  EXPECT_TRUE(throws_error([&] { StepLR(o, 2, 0.0); }, {"StepLR", "gamma", "> 0"}));
+  EXPECT_TRUE(throws_error([&] { MultiStepLR(o, {5, 3}); }, {"MultiStepLR", "milestones", "non-decreasing", "5 before 3"}));
+  EXPECT_TRUE(throws_error([&] { MultiStepLR(o, {-1}); }, {"MultiStepLR", "milestones", ">= 0"}));
+  EXPECT_TRUE(throws_error([&] { MultiStepLR(o, {1}, -0.5); }, {"MultiStepLR", "gamma", "> 0", "-0.5"}));
+  EXPECT_TRUE(throws_error([&] { ExponentialLR(o, 0); }, {"ExponentialLR", "gamma", "> 0"}));
+  EXPECT_TRUE(throws_error([&] { CosineAnnealingLR(o, 0); }, {"CosineAnnealingLR", "T_max", ">= 1"}));
+  EXPECT_TRUE(throws_error([&] { CosineAnnealingLR(o, 5, -1); }, {"CosineAnnealingLR", "eta_min", ">= 0"}));
+  EXPECT_TRUE(throws_error([&] { OneCycleLR(o, {0.1}, 0); }, {"OneCycleLR", "total_steps", ">= 1"}));
+  for (double pct : {0.0, 1.0, 1.5})
+    EXPECT_TRUE(throws_error([&] { OneCycleLR(o, {0.1}, 10, {.pct_start = pct}); }, {"OneCycleLR", "pct_start", "(0, 1)"}));
+  EXPECT_TRUE(throws_error([&] { OneCycleLR(o, {0.1, 0.2, 0.3}, 10); }, {"OneCycleLR", "max_lr", "one per parameter group (2)", "got 3"}));
+  EXPECT_TRUE(throws_error([&] { OneCycleLR(o, {-0.1}, 10); }, {"OneCycleLR", "max_lr", "> 0"}));
+  EXPECT_TRUE(throws_error([&] { OneCycleLR(o, {0.1}, 10, {.div_factor = 0}); }, {"OneCycleLR", "div_factor", "> 0"}));
+  EXPECT_TRUE(throws_error([&] { OneCycleLR(o, {0.1}, 10, {.max_momentum = 1.0}); }, {"OneCycleLR", "max_momentum", "[0, 1)"}));
+  const auto cosine = [&] { return std::make_unique<CosineAnnealingLR>(o, 10); };
+  EXPECT_TRUE(throws_error([&] { LinearWarmup(cosine(), 0); }, {"LinearWarmup", "warmup_steps", ">= 1"}));
+  EXPECT_TRUE(throws_error([&] { LinearWarmup(cosine(), 5, 0.0); }, {"LinearWarmup", "start_factor", "(0, 1]"}));
+  EXPECT_TRUE(throws_error([&] { LinearWarmup(cosine(), 5, 1.5); }, {"LinearWarmup", "start_factor", "(0, 1]"}));
+  EXPECT_TRUE(throws_error([&] { LinearWarmup(std::make_unique<ReduceLROnPlateau>(o), 5); }, {"LinearWarmup", "ReduceLROnPlateau"}));
+  EXPECT_TRUE(throws_error([&] { LinearWarmup(nullptr, 5); }, {"LinearWarmup", "null"}));
+  EXPECT_TRUE(throws_error([&] { ReduceLROnPlateau(o, {.factor = 1.0}); }, {"ReduceLROnPlateau", "factor", "(0, 1)"}));
+  EXPECT_TRUE(throws_error([&] { ReduceLROnPlateau(o, {.patience = -1}); }, {"ReduceLROnPlateau", "patience", ">= 0"}));
+  EXPECT_TRUE(throws_error([&] { ReduceLROnPlateau(o, {.cooldown = -2}); }, {"ReduceLROnPlateau", "cooldown", ">= 0"}));
+  EXPECT_TRUE(throws_error([&] { ReduceLROnPlateau(o, {.min_lr = {0, 0, 0}}); }, {"ReduceLROnPlateau", "min_lr", "got 3"}));
+  ReduceLROnPlateau plateau(o);
+  EXPECT_TRUE(throws_error([&] { static_cast<LRScheduler&>(plateau).step(); }, {"ReduceLROnPlateau", "step(metric)"}));
+}
+
+TEST(Scheduler, LoadStateDictNamesTheKey) {
+  auto opt = make_optimizer("sgd");
+  StepLR step(*opt, 3);
+  ReduceLROnPlateau plateau(*opt);
+  using test::throws_error;
+  EXPECT_TRUE(throws_error([&] { step.load_state_dict(plateau.state_dict()); }, {"StepLR.load_state_dict", "missing", "scheduler.group.0.base_lr"}));
+  EXPECT_TRUE(throws_error([&] { plateau.load_state_dict(step.state_dict()); }, {"ReduceLROnPlateau.load_state_dict", "missing", "scheduler.best"}));
+  NamedTensors extra = step.state_dict();
+  extra.emplace_back("scheduler.bogus", scalar_tensor(1.0));
+  EXPECT_TRUE(throws_error([&] { step.load_state_dict(extra); }, {"unexpected key 'scheduler.bogus'"}));
+}
+
+}  // namespace
