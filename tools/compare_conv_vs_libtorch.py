@@ -21,7 +21,8 @@ ratios = {n: [] for n in names}
 for i in range(pairs):
     out = subprocess.run([bench, "--benchmark_filter=Conv", "--benchmark_min_time=0.5"], env=ember_env,
                          capture_output=True, text=True, check=True).stdout
-    ember = [float(x) for x in re.findall(r"GFLOP/s=([\d.]+)G/s", out)]
+    scale = {"": 1e-9, "k": 1e-6, "M": 1e-3, "G": 1.0, "T": 1e3}  # Google Benchmark's SI suffixes → GFLOP/s
+    ember = [float(v) * scale[u] for v, u in re.findall(r"GFLOP/s=([\d.]+)([kMGT]?)/s", out)]
     out = subprocess.run(["/usr/bin/python3", os.path.join(here, "bench_torch_nn.py"), "2"], env=torch_env,
                          capture_output=True, text=True, check=True).stdout
     fwd = [float(x) for x in re.findall(r"forward ([\d.]+) GFLOP/s", out)]
