@@ -3,7 +3,7 @@
 both see the same machine load; prints each pair's ratio (Ember GFLOP/s / LibTorch GFLOP/s) and the
 medians. LibTorch runs in its best configuration (docs/benchmarks.md); Ember as installed.
 
-    /usr/bin/python3 tools/compare_conv_vs_libtorch.py build/bench/bench_nn [pairs=5]
+    /usr/bin/python3 tools/compare_conv_vs_libtorch.py build/bench/bench_nn [pairs=5] [threads=2]
 """
 import os
 import re
@@ -12,10 +12,12 @@ import subprocess
 import sys
 
 bench, pairs = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 5
+threads = sys.argv[3] if len(sys.argv) > 3 else "2"
 here = os.path.dirname(os.path.abspath(__file__))
 torch_env = {**os.environ, "OPENBLAS_CORETYPE": "SkylakeX", "OPENBLAS_NUM_THREADS": "1",
              "GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=268435456:glibc.malloc.trim_threshold=1073741824"}
 ember_env = {k: v for k, v in os.environ.items() if not k.startswith("OPENBLAS_")}  # as installed elsewhere
+ember_env["EMBER_NUM_THREADS"] = threads
 names = ["conv1 fwd", "conv2 fwd", "conv1 fwd+bwd", "conv2 fwd+bwd"]
 ratios = {n: [] for n in names}
 for i in range(pairs):
@@ -23,7 +25,7 @@ for i in range(pairs):
                          capture_output=True, text=True, check=True).stdout
     scale = {"": 1e-9, "k": 1e-6, "M": 1e-3, "G": 1.0, "T": 1e3}  # Google Benchmark's SI suffixes → GFLOP/s
     ember = [float(v) * scale[u] for v, u in re.findall(r"GFLOP/s=([\d.]+)([kMGT]?)/s", out)]
-    out = subprocess.run(["/usr/bin/python3", os.path.join(here, "bench_torch_nn.py"), "2"], env=torch_env,
+    out = subprocess.run(["/usr/bin/python3", os.path.join(here, "bench_torch_nn.py"), threads], env=torch_env,
                          capture_output=True, text=True, check=True).stdout
     fwd = [float(x) for x in re.findall(r"forward ([\d.]+) GFLOP/s", out)]
     fb = [float(x) for x in re.findall(r"forward\+backward ([\d.]+) GFLOP/s", out)]

@@ -45,7 +45,13 @@ void enable_flush_denormal_on_this_thread() {
 }
 
 CpuBackend& cpu_backend() {
-  static CpuBackend instance;
+  static CpuBackend& instance = [] () -> CpuBackend& {
+    // Libraries that size their own OpenMP regions (oneDNN) follow the calling thread's default team size:
+    // make it Ember's thread count.
+    omp_set_num_threads(num_threads());
+    static CpuBackend b;
+    return b;
+  }();
   return instance;
 }
 
