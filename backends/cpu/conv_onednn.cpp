@@ -90,6 +90,11 @@ struct Backward {
   Scratch data_diff_dst, data_weights, data_diff_src, w_src, w_diff_dst, w_diff_weights;
 };
 
+// The layout the weights primitive wants grad_y in (the plain one when it needs no reorder).
+memory::desc weights_diff_dst_desc(const Backward& c, const memory& plain) {
+  return c.w_diff_dst.wanted ? c.w_diff_dst.wanted.get_desc() : plain.get_desc();
+}
+
 std::mutex g_mutex;
 std::map<Key, Backward>& backward_cache() {
   static std::map<Key, Backward> c;
@@ -195,9 +200,11 @@ bool onednn_conv2d_backward(const TensorArg& x, const TensorArg& w, const Tensor
     }
     dnnl::stream s(eng);
     const memory gy = mem(d.dst, grad_y);
+    memory gy_data;  // grad_y in the data primitive's layout, reused by the weights primitive when equal
     if (grad_x != nullptr) {
       const memory gx = mem(d.src, *grad_x);
-      c.data.execute(s, {{DNNL_ARG_DIFF_DST, c.data_diff_dst.in(s, gy)},
+      gy_data = c.data_diff_dst.in(s, gy);
+      c.data.execute(s, {{DNNL_ARG_DIFF_DST, gy_data},
                          {DNNL_ARG_WEIGHTS, c.data_weights.in(s, mem(d.weights, w))},
                          {DNNL_ARG_DIFF_SRC, c.data_diff_src.out(gx)}});
       c.data_diff_src.back(s, gx);
@@ -209,7 +216,9 @@ bool onednn_conv2d_backward(const TensorArg& x, const TensorArg& w, const Tensor
       memory gw = grad_w != nullptr ? mem(d.weights, *grad_w)
                                     : (unused.resize(d.weights.get_size() / sizeof(float)), memory(d.weights, eng, unused.data()));
       std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, c.w_src.in(s, mem(d.src, x))},
-                                              {DNNL_ARG_DIFF_DST, c.w_diff_dst.in(s, gy)},
+                                              {DNNL_ARG_DIFF_DST, gy_data && gy_data.get_desc() == weights_diff_dst_desc(c, gy)
+                                                                      ? gy_data
+                                                                      : c.w_diff_dst.in(s, gy)},
                                               {DNNL_ARG_DIFF_WEIGHTS, c.w_diff_weights.out(gw)}};
       if (with_bias) args[DNNL_ARG_DIFF_BIAS] = mem(d.bias, *grad_bias);
       c.weights.execute(s, args);
