@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The README's test command: installs what is missing, builds, runs the test suite, runs the CPU tests
-# again under AddressSanitizer + UndefinedBehaviorSanitizer, then installs Ember and builds the consumer
-# example against the installed package. Exits non-zero on the first failure.
+# The README's test command: installs what is missing, builds, runs the test suite, runs it again under
+# AddressSanitizer + UndefinedBehaviorSanitizer, runs the threaded parts (data loader, autograd,
+# checkpoints) under ThreadSanitizer, then installs Ember and builds the consumer example against the
+# installed package. Exits non-zero on the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -21,6 +22,12 @@ cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=Debug -DEMBER_SANITIZE=ON -DEMBE
 cmake --build build-sanitize -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-sanitize --output-on-failure -j"$jobs" -LE 'long|cuda'
+
+echo "== data loader, autograd and checkpoint tests under ThreadSanitizer =="
+# One Ember thread: libgomp is not instrumented, so TSan watches the loader's own threads.
+cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_TSAN=ON -DEMBER_BUILD_BENCH=OFF -DEMBER_CUDA=OFF >/dev/null
+cmake --build build-tsan -j"$jobs" --target test_data test_data_io test_data_loader test_autograd test_checkpoint
+EMBER_NUM_THREADS=1 ctest --test-dir build-tsan --output-on-failure -j"$jobs" -L 'data|autograd|optim'
 
 echo "== install + consumer project (find_package(ember)) =="
 rm -rf build/install build/consumer
