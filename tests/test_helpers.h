@@ -10,6 +10,7 @@
 #include <cmath>
 #include <functional>
 #include <initializer_list>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -135,6 +136,20 @@ inline std::vector<double> map(const std::vector<double>& values, double (*f)(do
   std::vector<double> out;
   for (double v : values) out.push_back(f(v));
   return out;
+}
+
+// A tensor from a golden file in tests/data (written by PyTorch through tools/make_*_golden.py). Each file
+// is read once. Throws naming the file, the tensor and the script to rerun when the tensor is missing.
+inline const safetensors::Contents& golden_file(const std::string& file) {
+  static std::map<std::string, safetensors::Contents> files;
+  auto it = files.find(file);
+  if (it == files.end()) it = files.emplace(file, safetensors::load(std::string(EMBER_TEST_DATA_DIR) + "/" + file)).first;
+  return it->second;
+}
+inline Tensor golden(const std::string& file, const std::string& name) {
+  const Tensor* t = golden_file(file).find(name);
+  if (t == nullptr) throw Error("golden tensor '" + name + "' missing from tests/data/" + file + "; rerun its tools/ script");
+  return *t;
 }
 
 }  // namespace ember::test

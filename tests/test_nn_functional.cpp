@@ -20,17 +20,7 @@ namespace F = ember::nn::functional;
 
 namespace {
 
-const safetensors::Contents& golden() {
-  static const safetensors::Contents c =
-      safetensors::load(std::string(EMBER_TEST_DATA_DIR) + "/nn_golden.safetensors");
-  return c;
-}
-
-Tensor get(const std::string& name) {
-  const Tensor* t = golden().find(name);
-  EXPECT_NE(t, nullptr) << "golden tensor " << name << " missing";
-  return t != nullptr ? *t : Tensor();
-}
+Tensor get(const std::string& name) { return test::golden("nn_golden.safetensors", name); }
 
 void expect_close(const Tensor& actual, const Tensor& expected, const std::string& what, double tol = 1e-10) {
   ASSERT_EQ(actual.shape(), expected.shape()) << what;

@@ -4,6 +4,8 @@
 
 #include <ember/ember.h>
 
+#include "test_helpers.h"
+
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -17,15 +19,7 @@ using namespace ember;
 
 namespace {
 
-const safetensors::Contents& golden() {
-  static const safetensors::Contents c = safetensors::load(std::string(EMBER_TEST_DATA_DIR) + "/optim_golden.safetensors");
-  return c;
-}
-Tensor get(const std::string& name) {
-  const Tensor* t = golden().find(name);
-  if (t == nullptr) throw Error("golden tensor " + name + " missing");
-  return *t;
-}
+Tensor get(const std::string& name) { return test::golden("optim_golden.safetensors", name); }
 
 using Make = std::function<std::unique_ptr<optim::Optimizer>(std::vector<Tensor>)>;
 

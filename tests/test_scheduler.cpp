@@ -16,15 +16,7 @@ using namespace ember::optim;
 
 namespace {
 
-const safetensors::Contents& golden() {
-  static const safetensors::Contents c = safetensors::load(std::string(EMBER_TEST_DATA_DIR) + "/scheduler_golden.safetensors");
-  return c;
-}
-Tensor get(const std::string& name) {
-  const Tensor* t = golden().find(name);
-  if (t == nullptr) throw Error("golden tensor " + name + " missing; rerun tools/make_scheduler_golden.py");
-  return *t;
-}
+Tensor get(const std::string& name) { return test::golden("scheduler_golden.safetensors", name); }
 
 // Two groups, lr 0.1 and 0.01: the script's OPTIMIZERS.
 std::unique_ptr<Optimizer> make_optimizer(const std::string& kind) {
@@ -107,7 +99,9 @@ void advance(LRScheduler& s, int64_t i) {
   else s.step();
 }
 
-bool has_momentum(const std::string& name) { return golden().find(name + ".momentum") != nullptr; }
+bool has_momentum(const std::string& name) {
+  return test::golden_file("scheduler_golden.safetensors").find(name + ".momentum") != nullptr;
+}
 
 TEST(Scheduler, SequencesMatchPyTorch) {
   ASSERT_EQ(configs().size(), 25u);

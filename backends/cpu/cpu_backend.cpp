@@ -49,8 +49,9 @@ CpuBackend& cpu_backend() {
     // Libraries that size their own OpenMP regions (oneDNN) follow the calling thread's default team size:
     // make it Ember's thread count.
     omp_set_num_threads(num_threads());
-    static CpuBackend b;
-    return b;
+    // Never destroyed: tensors in other static objects may be freed after this function's statics are
+    // gone, and their Storage returns memory here.
+    return *new CpuBackend;
   }();
   return instance;
 }
