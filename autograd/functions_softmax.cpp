@@ -15,6 +15,13 @@ struct SoftmaxBackward : autograd::Node {
   void release() override { y.release(); }
   void backward(const Tensor& g, Tensor* grad_inputs) override {
     const Tensor out = y.unpack(*this);
+    if (dim == out.dim() - 1 && out.is_contiguous()) {  // fused, as the forward
+      const Tensor gc = raw::contiguous(g);
+      Tensor gx = raw::empty(out.shape(), out.dtype(), out.device());
+      backend(out.device()).softmax_backward(gc.arg(), out.arg(), gx.arg(), log);
+      grad_inputs[0] = gx;
+      return;
+    }
     grad_inputs[0] = log ? g - exp(out) * sum(g, {dim}, /*keepdim=*/true)
                          : out * (g - sum(g * out, {dim}, /*keepdim=*/true));
   }
@@ -25,11 +32,17 @@ Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
   EMBER_CHECK(is_floating(x.dtype()), name, ": needs a floating tensor (f32 or f64), got ", dtype_name(x.dtype()),
               "; convert with .to(DType::f32)");
   const int d = wrap_dim(dim, x.dim(), name);
-  const Tensor shifted = raw::binary(BinaryOp::sub, x, raw::reduce(ReduceOp::max, x, {d}, true));  // ≤ 0
-  const Tensor e = raw::unary(UnaryOp::exp, shifted);
-  const Tensor total = raw::reduce(ReduceOp::sum, e, {d}, true);
-  Tensor y = log ? raw::binary(BinaryOp::sub, shifted, raw::unary(UnaryOp::log, total))
-                 : raw::binary(BinaryOp::div, e, total);
+  Tensor y;
+  if (x.dim() > 0 && d == x.dim() - 1 && x.is_contiguous() && x.numel() > 0) {
+    // Rows of the last dim: one fused pass in the backend.
+    y = raw::empty(x.shape(), x.dtype(), x.device());
+    backend(x.device()).softmax_forward(x.arg(), y.arg(), log);
+  } else {
+    const Tensor shifted = raw::binary(BinaryOp::sub, x, raw::reduce(ReduceOp::max, x, {d}, true));  // ≤ 0
+    const Tensor e = raw::unary(UnaryOp::exp, shifted);
+    const Tensor total = raw::reduce(ReduceOp::sum, e, {d}, true);
+    y = log ? raw::binary(BinaryOp::sub, shifted, raw::unary(UnaryOp::log, total)) : raw::binary(BinaryOp::div, e, total);
+  }
   if (auto node = autograd::make_node<SoftmaxBackward>(x)) {
     node->dim = d;
     node->log = log;
