@@ -10,14 +10,30 @@ void CpuBackend::optimizer_step(OptimizerOp op, const OptimizerParams& p, const 
   EMBER_CHECK(param.is_contiguous() && grad.is_contiguous(), "optimizer step: parameter and gradient must be contiguous");
   dispatch_floating(param.dtype, "optimizer step", [&](auto tag) {
     using T = decltype(tag);
-    const kernels::OptimizerStep<T> f(op, p);
+    const kernels::OptimizerStep<T> f(p);
     T* w = param.ptr<T>();
     const T* g = grad.ptr<T>();
     T *b0 = s0 ? s0->ptr<T>() : nullptr, *b1 = s1 ? s1->ptr<T>() : nullptr, *b2 = s2 ? s2->ptr<T>() : nullptr;
-    parallel_for(param.numel(), kGrainSize, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i)
-        f(w[i], g[i], b0 ? b0 + i : nullptr, b1 ? b1 + i : nullptr, b2 ? b2 + i : nullptr);
-    });
+    const auto run = [&](auto op_c) {
+      constexpr OptimizerOp kOp = decltype(op_c)::value;
+      parallel_for(param.numel(), kGrainSize, [&](int64_t begin, int64_t end) {
+        // Local copies: stores through the float pointers cannot then alias the functor's constants, so
+        // the compiler hoists its flags out of the loop and vectorises each variant.
+        const kernels::OptimizerStep<T> local = f;
+        T* __restrict pw = w;
+        const T* __restrict pg = g;
+        T* __restrict p0 = b0;
+        T* __restrict p1 = b1;
+        T* __restrict p2 = b2;
+#pragma omp simd
+        for (int64_t i = begin; i < end; ++i) local.template apply<kOp>(i, pw, pg, p0, p1, p2);
+      });
+    };
+    switch (op) {
+      case OptimizerOp::sgd: return run(std::integral_constant<OptimizerOp, OptimizerOp::sgd>{});
+      case OptimizerOp::adam: return run(std::integral_constant<OptimizerOp, OptimizerOp::adam>{});
+      case OptimizerOp::rmsprop: return run(std::integral_constant<OptimizerOp, OptimizerOp::rmsprop>{});
+    }
   });
 }
 
