@@ -1,4 +1,5 @@
-// Built against the installed package: find_package(ember) + ember::ember.
+// Built against the installed package: find_package(ember) + ember::ember. Uses every layer: tensors,
+// autograd, nn, optim and data.
 #include <ember/ember.h>
 
 #include <iostream>
@@ -9,6 +10,22 @@ int main() {
   Tensor y = matmul(x, x.t());  // [3, 3]
   const double trace = y.select(0, 0).select(0, 0).item<double>() + y.select(0, 1).select(0, 1).item<double>() +
                        y.select(0, 2).select(0, 2).item<double>();
-  std::cout << "consumer: ember works; trace(x x^T) = " << trace << " (expected 506)\n";
-  return trace == 506.0 ? 0 : 1;
+
+  // Fit y = 2x - 1 with a Linear layer fed by a DataLoader.
+  Generator gen(0);
+  const Tensor inputs = randn({64, 1}, {}, &gen);
+  auto ds = std::make_shared<data::TensorDataset>(inputs, inputs * 2.0f - 1.0f);
+  data::DataLoader loader(ds, {.batch_size = 16, .shuffle = true});
+  nn::Linear fit(1, 1, true, &gen);
+  optim::SGD opt(fit.parameters(), {.lr = 0.1});
+  for (int epoch = 0; epoch < 50; ++epoch)
+    for (auto& batch : loader) {
+      opt.zero_grad();
+      nn::functional::mse_loss(fit.forward(batch.input), batch.target).backward();
+      opt.step();
+    }
+  const double w = fit.weight.item<double>(), b = fit.bias.item<double>();
+  std::cout << "consumer: ember works; trace(x x^T) = " << trace << " (expected 506); fitted y = " << w << "x + "
+            << b << " (expected 2x - 1)\n";
+  return trace == 506.0 && std::abs(w - 2) < 1e-3 && std::abs(b + 1) < 1e-3 ? 0 : 1;
 }
