@@ -1,0 +1,94 @@
+#pragma once
+// TrainConfig: the typed form of an ember-train YAML file (configs/fashion_mlp.yaml is a full example).
+//
+//   seed: 0                      epochs: 10 (required)        device: auto | cpu | cuda | cuda:N
+//   skip_nonfinite: false        # true: a step whose loss is NaN/Inf is skipped instead of stopping the run
+//   data:      dataset (fashion_mnist | idx), dir, train_images/train_labels/test_images/test_labels (idx),
+//              batch_size, test_batch_size, workers, shuffle, limit / test_limit (first N examples, 0 = all),
+//              transforms: [{type: normalize, mean, std} | {type: random_crop, size, padding}
+//                           | {type: random_horizontal_flip, p}]
+//   model:     (required) a list of layer specs for nn::build_sequential, e.g. {type: linear, out_features: 10}
+//   loss:      type (cross_entropy), label_smoothing
+//   optimizer: type (sgd | adam | adamw | rmsprop), lr, weight_decay, momentum, dampening, nesterov, betas,
+//              eps, amsgrad, alpha, centered, clip_grad_norm (0 = off)
+//   scheduler: type (none | step | multistep | exponential | cosine | onecycle | plateau), interval (epoch |
+//              step), step_size, gamma, milestones, t_max (0 = the whole run), eta_min, max_lr, pct_start,
+//              warmup_steps, warmup_start_factor, factor, patience
+//   output:    dir, checkpoint_every_epochs, checkpoint_every_steps (0 = off), keep_last, log_every_steps
+//   eval:      every_epochs (0 = never)
+//
+// Every key is checked: unknown keys, wrong types, missing required keys and impossible values throw
+// ConfigError naming the file and line (or the --set override), the key, and what was expected.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "apps/yaml_reader.h"
+#include "nn/registry.h"
+
+namespace ember::app {
+
+struct TransformConfig {
+  std::string type;  // normalize | random_crop | random_horizontal_flip
+  std::vector<double> mean, std;
+  int64_t size = 28, padding = 0;
+  double p = 0.5;
+};
+
+struct DataConfig {
+  std::string dataset = "fashion_mnist";
+  std::string dir;  // fashion_mnist: the folder holding the four files
+  std::string train_images, train_labels, test_images, test_labels;  // idx
+  int64_t batch_size = 64, test_batch_size = 1000, workers = 2, limit = 0, test_limit = 0;
+  bool shuffle = true;
+  std::vector<TransformConfig> transforms;
+};
+
+struct OptimizerConfig {
+  std::string type = "adam";
+  double lr = 1e-3, weight_decay = 0, momentum = 0, dampening = 0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  double alpha = 0.99, clip_grad_norm = 0;
+  bool nesterov = false, amsgrad = false, centered = false;
+};
+
+struct SchedulerConfig {
+  std::string type = "none", interval = "epoch";
+  int64_t step_size = 1, t_max = 0, warmup_steps = 0, patience = 10;
+  double gamma = 0.1, eta_min = 0, max_lr = 0, pct_start = 0.3, warmup_start_factor = 1.0 / 3, factor = 0.1;
+  std::vector<int64_t> milestones;
+};
+
+struct OutputConfig {
+  std::string dir;  // default: runs/<config file stem>
+  int64_t checkpoint_every_epochs = 1, checkpoint_every_steps = 0, keep_last = 3, log_every_steps = 100;
+};
+
+struct TrainConfig {
+  std::string source;  // the file it was read from
+  int64_t epochs = 1;
+  uint64_t seed = 0;
+  std::string device = "auto";
+  bool skip_nonfinite = false;
+  DataConfig data;
+  std::vector<nn::LayerSpec> model;
+  std::string loss = "cross_entropy";
+  double label_smoothing = 0;
+  OptimizerConfig optimizer;
+  SchedulerConfig scheduler;
+  OutputConfig output;
+  int64_t eval_every_epochs = 1;
+};
+
+// Reads `path`, applies the --set overrides ("key.path=value", in order) and checks everything. Throws
+// ConfigError (unreadable file, YAML syntax error with its line, any schema error).
+TrainConfig load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+// The same from YAML text; `name` stands for the file in messages.
+TrainConfig parse_config(const std::string& text, const std::string& name, const std::vector<std::string>& overrides = {});
+
+// The resolved config (every key, defaults filled in) as YAML that load_config reads back to an equal config.
+std::string to_yaml(const TrainConfig& config);
+// A hash (16 hex digits) of everything that decides the training trajectory — all but `output` and
+// `device` — stored in checkpoints so a resume with a different config is refused.
+std::string config_hash(const TrainConfig& config);
+
+}  // namespace ember::app

@@ -1,0 +1,64 @@
+// ember-eval --config FILE.yaml --checkpoint PATH [--device cpu|cuda|cuda:N|auto] [--set key.path=value ...]
+// Evaluates a checkpoint's model ("model." tensors of an ember-train checkpoint) on the config's test split:
+// loss, accuracy, per-class accuracy and the confusion matrix. Exit codes: apps/cli.h.
+#include <filesystem>
+
+#include <ember/ember.h>
+
+#include "apps/cli.h"
+#include "apps/session.h"
+
+using namespace ember;
+
+namespace {
+// Fashion-MNIST's class names, in label order.
+const char* const kFashionClasses[] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                       "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+
+void print_report(const app::EvalResult& r, bool fashion) {
+  std::printf("examples %lld, test loss %.4f, test accuracy %.2f%%\n\nper-class accuracy:\n",
+              static_cast<long long>(r.examples), r.loss, 100 * r.accuracy);
+  const size_t n = r.confusion.size();
+  for (size_t c = 0; c < n; ++c) {
+    int64_t total = 0;
+    for (int64_t v : r.confusion[c]) total += v;
+    const std::string name = fashion && n == 10 ? kFashionClasses[c] : "class " + std::to_string(c);
+    std::printf("  %2zu %-12s %6.2f%%  (%lld examples)\n", c, name.c_str(),
+                total > 0 ? 100.0 * static_cast<double>(r.confusion[c][c]) / static_cast<double>(total) : 0.0,
+                static_cast<long long>(total));
+  }
+  std::printf("\nconfusion matrix (rows: true class, columns: predicted):\n      ");
+  for (size_t c = 0; c < n; ++c) std::printf("%6zu", c);
+  std::printf("\n");
+  for (size_t t = 0; t < n; ++t) {
+    std::printf("  %2zu |", t);
+    for (size_t c = 0; c < n; ++c) std::printf("%6lld", static_cast<long long>(r.confusion[t][c]));
+    std::printf("\n");
+  }
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App cli{"Evaluate a checkpoint on the test split of a config's dataset", "ember-eval"};
+  std::string config_path, checkpoint, device;
+  std::vector<std::string> sets;
+  cli.add_option("--config", config_path, "the YAML config the model was trained with")->required();
+  cli.add_option("--checkpoint", checkpoint, "an ember-train checkpoint (checkpoint-<step>.safetensors)")->required();
+  cli.add_option("--device", device, "cpu, cuda, cuda:N or auto (overrides the config's device)");
+  cli.add_option("--set", sets, "override a config key, e.g. --set data.test_batch_size=500")->take_all();
+  if (const int code = app::parse_cli(cli, argc, argv); code >= 0) return code;
+
+  return app::run_main([&] {
+    app::TrainConfig config = app::load_config(config_path, sets);
+    if (!device.empty()) config.device = device;
+    const Device dev = app::parse_device(config.device);
+    if (!std::filesystem::is_regular_file(checkpoint))
+      throw app::ConfigError("--checkpoint " + checkpoint + ": no such file");
+    auto session = app::make_session(config, dev, /*for_training=*/false);
+    const Checkpoint ckpt = Checkpoint::load(checkpoint);
+    session->model->load_state_dict(ckpt.take("model."));
+    std::printf("%s on %s (%s)\n", checkpoint.c_str(), dev.str().c_str(), config_path.c_str());
+    print_report(app::evaluate(*session->model, *session->test_loader, dev), config.data.dataset == "fashion_mnist");
+    return 0;
+  });
+}

@@ -1,0 +1,50 @@
+// ember-train --config FILE.yaml [--device cpu|cuda|cuda:N|auto] [--set key.path=value ...]
+//             [--resume RUN_DIR] [--out DIR] [--dry-run]
+// Trains the model a YAML config describes (apps/config.h); see apps/trainer.h for checkpoints, resume and
+// signals. Exit codes: apps/cli.h (and 130/143 after SIGINT/SIGTERM, with a checkpoint written).
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <ember/ember.h>
+
+#include "apps/cli.h"
+#include "apps/trainer.h"
+
+using namespace ember;
+
+int main(int argc, char** argv) {
+  CLI::App cli{"Train a model described by a YAML config (see configs/)", "ember-train"};
+  std::string config_path, device, resume, out;
+  std::vector<std::string> sets;
+  bool dry_run = false;
+  cli.add_option("--config", config_path, "the YAML config (with --resume: defaults to RUN_DIR/config.yaml)");
+  cli.add_option("--device", device, "cpu, cuda, cuda:N or auto (overrides the config's device)");
+  cli.add_option("--set", sets, "override a config key with type checking, e.g. --set optimizer.lr=0.01")
+      ->take_all();
+  cli.add_option("--resume", resume, "continue the run in RUN_DIR from its newest valid checkpoint");
+  cli.add_option("--out", out, "the run directory (overrides output.dir)");
+  cli.add_flag("--dry-run", dry_run, "print the model summary and a memory estimate, then exit");
+  if (const int code = app::parse_cli(cli, argc, argv); code >= 0) return code;
+
+  return app::run_main([&] {
+    if (config_path.empty() && resume.empty())
+      throw app::ConfigError("--config FILE.yaml is required (or --resume RUN_DIR); see ember-train --help");
+    if (config_path.empty()) {
+      config_path = (std::filesystem::path(resume) / "config.yaml").string();
+      if (!std::filesystem::exists(config_path))
+        throw app::ConfigError("--resume " + resume + ": no config.yaml there — is it a run directory of ember-train?");
+    }
+    app::TrainOptions o;
+    o.config = app::load_config(config_path, sets);
+    if (!device.empty()) o.config.device = device;
+    o.device = app::parse_device(o.config.device);  // before any work: a bad device fails fast
+    if (!resume.empty()) o.config.output.dir = resume;
+    else if (!out.empty()) o.config.output.dir = out;
+    o.run_dir = o.config.output.dir;
+    o.resume = !resume.empty();
+    o.dry_run = dry_run;
+    o.progress_bar = ::isatty(STDOUT_FILENO) != 0;
+    return app::run_training(o);
+  });
+}

@@ -1,0 +1,137 @@
+#include "apps/run_dir.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "backends/error.h"
+
+namespace ember::app {
+namespace fs = std::filesystem;
+
+std::string checkpoint_name(int64_t step) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "checkpoint-%08lld.safetensors", static_cast<long long>(step));
+  return buf;
+}
+
+std::vector<std::pair<int64_t, fs::path>> list_checkpoints(const fs::path& dir) {
+  std::vector<std::pair<int64_t, fs::path>> out;
+  if (!fs::is_directory(dir)) return out;
+  const std::string prefix = "checkpoint-", suffix = ".safetensors";
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() <= prefix.size() + suffix.size() || name.rfind(prefix, 0) != 0 ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    const std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+    int64_t step = 0;
+    const auto r = std::from_chars(digits.data(), digits.data() + digits.size(), step);
+    if (r.ec == std::errc() && r.ptr == digits.data() + digits.size()) out.emplace_back(step, entry.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void prune_checkpoints(const fs::path& dir, int64_t keep_last) {
+  const auto all = list_checkpoints(dir);
+  for (size_t i = 0; i + static_cast<size_t>(keep_last) < all.size(); ++i) fs::remove(all[i].second);
+}
+
+std::optional<Checkpoint> newest_valid_checkpoint(const fs::path& dir, std::vector<std::string>& problems) {
+  const auto all = list_checkpoints(dir);
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    try {
+      return Checkpoint::load(it->second.string());
+    } catch (const Error& e) {
+      problems.push_back(it->second.string() + " is unusable (" + e.what() + ")");
+    }
+  }
+  return std::nullopt;
+}
+
+void write_file_atomic(const fs::path& path, const std::string& text) {
+  const fs::path tmp = path.string() + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << text;
+    out.flush();
+    EMBER_CHECK(out.good(), "cannot write '", tmp.string(), "' (disk full or no permission?)");
+  }
+  fs::rename(tmp, path);
+}
+
+std::string exact(double v) {
+  if (v != v) return "nan";
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+namespace {
+const char* kCsvHeader = "epoch,step,lr,train_loss,train_accuracy,test_loss,test_accuracy,samples_per_sec,seconds";
+
+// Keeps the lines of `path` whose epoch (found by `epoch_of`) is at most `last`; lines without one stay.
+void truncate_rows(const fs::path& path, int64_t last, std::optional<int64_t> (*epoch_of)(const std::string&)) {
+  std::ifstream in(path);
+  if (!in) return;
+  std::string line, kept;
+  while (std::getline(in, line)) {
+    const auto epoch = epoch_of(line);
+    if (!epoch || *epoch <= last) kept += line + "\n";
+  }
+  in.close();
+  write_file_atomic(path, kept);
+}
+
+std::optional<int64_t> jsonl_epoch(const std::string& line) {
+  const size_t at = line.find("\"epoch\":");
+  if (at == std::string::npos) return std::nullopt;
+  return std::stoll(line.substr(at + 8));
+}
+
+std::optional<int64_t> csv_epoch(const std::string& line) {
+  if (line.empty() || line.rfind("epoch,", 0) == 0) return std::nullopt;
+  return std::stoll(line);
+}
+
+void append_line(const fs::path& path, const std::string& line) {
+  std::ofstream out(path, std::ios::app);
+  out << line << "\n";
+  out.flush();
+  EMBER_CHECK(out.good(), "cannot append to '", path.string(), "' (disk full or no permission?)");
+}
+}  // namespace
+
+MetricsWriter::MetricsWriter(const fs::path& dir, std::optional<int64_t> resume_epochs)
+    : jsonl_(dir / "metrics.jsonl"), csv_(dir / "metrics.csv") {
+  if (resume_epochs) {
+    truncate_rows(jsonl_, *resume_epochs, jsonl_epoch);
+    truncate_rows(csv_, *resume_epochs, csv_epoch);
+  } else {
+    write_file_atomic(jsonl_, "");
+    write_file_atomic(csv_, "");
+  }
+  if (!fs::exists(csv_) || fs::file_size(csv_) == 0) append_line(csv_, kCsvHeader);
+}
+
+void MetricsWriter::append(const MetricsRow& r) {
+  const auto opt = [](const std::optional<double>& v, const char* none) { return v ? exact(*v) : std::string(none); };
+  std::ostringstream json;
+  json << "{\"epoch\":" << r.epoch << ",\"step\":" << r.step << ",\"lr\":" << exact(r.lr)
+       << ",\"train_loss\":" << exact(r.train_loss) << ",\"train_accuracy\":" << exact(r.train_accuracy)
+       << ",\"test_loss\":" << opt(r.test_loss, "null") << ",\"test_accuracy\":" << opt(r.test_accuracy, "null")
+       << ",\"samples_per_sec\":" << exact(r.samples_per_sec) << ",\"seconds\":" << exact(r.seconds) << "}";
+  append_line(jsonl_, json.str());
+  std::ostringstream csv;
+  csv << r.epoch << "," << r.step << "," << exact(r.lr) << "," << exact(r.train_loss) << "," << exact(r.train_accuracy)
+      << "," << opt(r.test_loss, "") << "," << opt(r.test_accuracy, "") << "," << exact(r.samples_per_sec) << ","
+      << exact(r.seconds);
+  append_line(csv_, csv.str());
+}
+
+}  // namespace ember::app

@@ -1,0 +1,53 @@
+#pragma once
+// The files of a run directory:
+//   config.yaml                         the resolved config (every key) the run was started with
+//   checkpoint-<step, 8 digits>.safetensors   core/checkpoint.h files, newest = highest step
+//   metrics.jsonl, metrics.csv           one row per epoch (MetricsRow)
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/checkpoint.h"
+
+namespace ember::app {
+
+// "checkpoint-00000100.safetensors"
+std::string checkpoint_name(int64_t step);
+// The run's checkpoints as (step, path), oldest first. Other files are ignored.
+std::vector<std::pair<int64_t, std::filesystem::path>> list_checkpoints(const std::filesystem::path& dir);
+// Deletes all but the newest `keep_last` checkpoints.
+void prune_checkpoints(const std::filesystem::path& dir, int64_t keep_last);
+// The newest checkpoint that loads; each newer one that does not is described in `problems` (the file
+// and the error) and skipped. nullopt when there is none that loads.
+std::optional<Checkpoint> newest_valid_checkpoint(const std::filesystem::path& dir, std::vector<std::string>& problems);
+
+// Writes `text` to `path` atomically (a temporary file in the same folder, then rename).
+void write_file_atomic(const std::filesystem::path& path, const std::string& text);
+
+// The shortest decimal text that reads back to the same double ("0.1", "nan").
+std::string exact(double v);
+
+struct MetricsRow {
+  int64_t epoch = 0, step = 0;  // epoch counts from 1; step: optimizer steps so far
+  double lr = 0;  // after the epoch's last step (and any per-step scheduler step)
+  double train_loss = 0, train_accuracy = 0;  // over the epoch's steps (dropout on, as trained)
+  std::optional<double> test_loss, test_accuracy;  // absent in epochs without evaluation
+  double samples_per_sec = 0, seconds = 0;
+};
+
+// Appends rows to metrics.jsonl and metrics.csv (flushed after each row). Opening for a resumed run keeps
+// the rows of the first `resume_epochs` epochs (those the checkpoint had completed) and drops later ones,
+// so the files of a resumed run equal an uninterrupted run's. Throws ember::Error when a file cannot be
+// written.
+class MetricsWriter {
+ public:
+  MetricsWriter(const std::filesystem::path& dir, std::optional<int64_t> resume_epochs);
+  void append(const MetricsRow& row);
+
+ private:
+  std::filesystem::path jsonl_, csv_;
+};
+
+}  // namespace ember::app

@@ -1,0 +1,58 @@
+#pragma once
+// Session: everything a TrainConfig describes, built and ready to train or evaluate on one device —
+// datasets and loaders, the model (through nn::build_sequential), optimizer and LR scheduler.
+//
+//   auto s = app::make_session(config, Device::parse("cpu"));
+//   for (auto& batch : *s->train_loader) { ... s->model->forward(batch.input.to(s->device)) ... }
+//
+// Randomness: the global generator is seeded with config.seed before anything is built; the model's
+// initial weights, then its dropout masks, come from `model_gen` (seeded with config.seed too); the
+// loaders' shuffle order and transforms from their own generators (seed config.seed). A checkpoint that
+// saves these (trainer.cpp) resumes the run exactly.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ember/ember.h>
+
+#include "apps/config.h"
+
+namespace ember::app {
+
+struct Session {
+  TrainConfig config;
+  Device device;
+  data::DatasetPtr train_set, test_set;
+  std::unique_ptr<data::DataLoader> train_loader, test_loader;
+  Generator model_gen;  // NOTE: the model's dropout layers point at it: a Session never moves
+  std::shared_ptr<nn::Sequential> model;
+  Shape sample_shape;  // one example's input after the transforms, e.g. {1, 28, 28}
+  std::unique_ptr<optim::Optimizer> optimizer;
+  std::unique_ptr<optim::LRScheduler> scheduler;  // null for scheduler.type: none
+  int64_t steps_per_epoch = 0;
+
+  Session() = default;
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+};
+
+// Builds the session. `for_training` false skips the training split, optimizer and scheduler (ember-eval).
+// Throws ConfigError when the model specs do not fit the data (shapes that do not connect, bad layer
+// arguments), ember::Error when a dataset cannot be read.
+std::unique_ptr<Session> make_session(const TrainConfig& config, Device device, bool for_training = true);
+
+// Mean loss and accuracy over a loader, and the confusion matrix (rows: true class, columns: predicted).
+// The loss is plain cross entropy (no label smoothing). Runs the model in eval mode without a graph and
+// leaves it in train mode.
+struct EvalResult {
+  double loss = 0, accuracy = 0;
+  int64_t examples = 0;
+  std::vector<std::vector<int64_t>> confusion;
+};
+EvalResult evaluate(nn::Module& model, data::DataLoader& loader, Device device);
+
+// The --dry-run report: nn::summary of the model for one batch, then an estimate of the memory a training
+// step needs (parameters, gradients, optimizer state, activations and their gradients for one batch).
+std::string dry_run_report(Session& session);
+
+}  // namespace ember::app

@@ -1,0 +1,220 @@
+#include "apps/trainer.h"
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <filesystem>
+
+#include "apps/progress.h"
+#include "apps/run_dir.h"
+#include "apps/session.h"
+
+namespace ember::app {
+namespace fs = std::filesystem;
+namespace {
+
+std::atomic<int> g_signal{0};
+// The first signal asks the loop to checkpoint and stop; a second one (an impatient Ctrl-C) kills at once.
+extern "C" void on_signal(int sig) {
+  if (g_signal.exchange(sig) != 0) {
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+  }
+}
+
+// Installs the SIGINT/SIGTERM handlers for the lifetime of a run and restores the previous ones.
+class SignalScope {
+ public:
+  SignalScope() {
+    g_signal.store(0);
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~SignalScope() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
+
+// Where the run stands; the part of it that is not in the model/optimizer/loader goes into the checkpoint
+// metadata (doubles in exact text, so a resumed epoch sums to the same bits).
+struct Progress {
+  int64_t epoch = 0;  // epochs completed
+  int64_t step = 0;   // optimizer steps (and skipped non-finite steps) so far
+  double loss_sum = 0, seconds = 0;  // of the epoch in progress
+  int64_t correct = 0, seen = 0, skipped = 0;
+};
+
+double current_lr(const Session& s) { return s.optimizer->param_groups()[0].hyper.lr; }
+
+std::string save_checkpoint(Session& s, const Progress& p, const std::string& hash, const fs::path& dir) {
+  Checkpoint c;
+  c.put("model.", s.model->state_dict());
+  c.put("optimizer.", s.optimizer->state_dict());
+  if (s.scheduler) c.put("", s.scheduler->state_dict());  // its keys carry the "scheduler." prefix already
+  c.put_generator("global", default_generator());
+  c.put_generator("model", s.model_gen);
+  c.set("loader", s.train_loader->state().str());
+  c.set("epoch", std::to_string(p.epoch));
+  c.set("step", std::to_string(p.step));
+  c.set("epoch_loss_sum", exact(p.loss_sum));
+  c.set("epoch_seconds", exact(p.seconds));
+  c.set("epoch_correct", std::to_string(p.correct));
+  c.set("epoch_seen", std::to_string(p.seen));
+  c.set("skipped", std::to_string(p.skipped));
+  c.set("config_hash", hash);
+  const fs::path path = dir / checkpoint_name(p.step);
+  c.save(path.string());
+  prune_checkpoints(dir, s.config.output.keep_last);
+  return path.string();
+}
+
+Progress restore(Session& s, const Checkpoint& c, const std::string& hash) {
+  if (c.get("config_hash") != hash)
+    throw ConfigError(c.source() + " was written by a run with another config (hash " + c.get("config_hash") +
+                      ", this config " + hash + "): resume with the run's own config.yaml (drop --config and any "
+                      "--set that changes data, model, loss, optimizer, scheduler, seed or epochs)");
+  s.model->load_state_dict(c.take("model."));
+  s.optimizer->load_state_dict(c.take("optimizer."));
+  if (s.scheduler) {
+    optim::NamedTensors sched;
+    for (auto& [name, t] : c.take("scheduler.")) sched.emplace_back("scheduler." + name, t);
+    s.scheduler->load_state_dict(sched);
+  }
+  c.restore_generator("global", default_generator());
+  c.restore_generator("model", s.model_gen);
+  s.train_loader->load_state(data::LoaderState::parse(c.get("loader")));
+  Progress p;
+  p.epoch = std::stoll(c.get("epoch"));
+  p.step = std::stoll(c.get("step"));
+  p.loss_sum = std::stod(c.get("epoch_loss_sum"));
+  p.seconds = std::stod(c.get("epoch_seconds"));
+  p.correct = std::stoll(c.get("epoch_correct"));
+  p.seen = std::stoll(c.get("epoch_seen"));
+  p.skipped = std::stoll(c.get("skipped"));
+  return p;
+}
+
+}  // namespace
+
+int run_training(const TrainOptions& o) {
+  const TrainConfig& cfg = o.config;
+  const fs::path dir = o.run_dir;
+  auto session = make_session(cfg, o.device);
+  Session& s = *session;
+  if (o.dry_run) {
+    std::fprintf(o.out, "%s", dry_run_report(s).c_str());
+    return 0;
+  }
+  const std::string hash = config_hash(cfg);
+  Progress p;
+  std::string last_checkpoint;  // the newest good one, for the NaN message
+  if (o.resume) {
+    std::vector<std::string> problems;
+    const auto ckpt = newest_valid_checkpoint(dir, problems);
+    for (const auto& problem : problems) log().warn("resume: skipping {}", problem);
+    if (!ckpt) throw ConfigError("--resume " + dir.string() + ": no usable checkpoint in the run directory");
+    p = restore(s, *ckpt, hash);
+    last_checkpoint = ckpt->source();
+    log().info("resumed from {} (epochs done: {}, step {})", ckpt->source(), p.epoch, p.step);
+  } else {
+    if (!list_checkpoints(dir).empty())
+      throw ConfigError("the run directory " + dir.string() + " already holds checkpoints: continue it with --resume " +
+                        dir.string() + ", or choose another with --out");
+    fs::create_directories(dir);
+  }
+  write_file_atomic(dir / "config.yaml", to_yaml(cfg));
+  MetricsWriter metrics(dir, o.resume ? std::optional<int64_t>(p.epoch) : std::nullopt);
+  log().info("training on {}: {} train / {} test examples, {} steps per epoch, {} epochs, run directory {}",
+             o.device.str(), s.train_set->size(), s.test_set->size(), s.steps_per_epoch, cfg.epochs, dir.string());
+
+  SignalScope signals;
+  ProgressDisplay display(o.out, o.progress_bar, cfg.output.log_every_steps, s.steps_per_epoch, cfg.epochs, o.device);
+  const bool step_sched = s.scheduler && cfg.scheduler.interval == "step";
+  const std::vector<Tensor> params = s.model->parameters();
+  const nn::functional::CrossEntropyOptions loss_options{.label_smoothing = cfg.label_smoothing};
+  using clock = std::chrono::steady_clock;
+  while (p.epoch < cfg.epochs) {
+    auto started = clock::now();
+    const double seconds_before = p.seconds;
+    int64_t in_epoch = s.train_loader->state().batch;
+    for (auto& batch : *s.train_loader) {
+      const Tensor input = batch.input.to(o.device), target = batch.target.to(o.device);
+      s.optimizer->zero_grad();
+      const Tensor logits = s.model->forward(input);
+      Tensor loss = nn::functional::cross_entropy(logits, target, loss_options);
+      const double value = loss.item<double>();
+      ++p.step;
+      ++in_epoch;
+      if (!std::isfinite(value)) {
+        if (!cfg.skip_nonfinite)
+          detail::throw_error("step ", p.step, " (epoch ", p.epoch + 1, "): the loss is ", value, ". ",
+                              last_checkpoint.empty() ? std::string("No checkpoint was written yet")
+                                                      : "The last good checkpoint is " + last_checkpoint,
+                              ". Try a lower optimizer.lr (now ", exact(current_lr(s)),
+                              "), gradient clipping (optimizer.clip_grad_norm: 1.0), or skip_nonfinite: true to "
+                              "skip such steps");
+        ++p.skipped;
+        log().warn("step {}: the loss is {}; step skipped (skip_nonfinite: true)", p.step, value);
+      } else {
+        loss.backward();
+        if (cfg.optimizer.clip_grad_norm > 0) optim::clip_grad_norm_(params, cfg.optimizer.clip_grad_norm);
+        s.optimizer->step();
+        if (step_sched) s.scheduler->step();
+        const int64_t n = target.size(0);
+        p.loss_sum += value * static_cast<double>(n);
+        p.correct += sum(eq(argmax(logits, 1), target)).item<int64_t>();
+        p.seen += n;
+      }
+      p.seconds = seconds_before + std::chrono::duration<double>(clock::now() - started).count();
+      display.step(p.epoch + 1, in_epoch, p.step, value, current_lr(s), p.seen, p.seconds);
+      const bool stop = g_signal.load() != 0;
+      if (stop || (cfg.output.checkpoint_every_steps > 0 && p.step % cfg.output.checkpoint_every_steps == 0))
+        last_checkpoint = save_checkpoint(s, p, hash, dir);
+      if (stop) {
+        display.clear();
+        std::fprintf(o.out, "%s at step %lld: wrote %s; continue with: ember-train --resume %s\n",
+                     g_signal.load() == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)",
+                     static_cast<long long>(p.step), last_checkpoint.c_str(), dir.string().c_str());
+        std::fflush(o.out);
+        return 128 + g_signal.load();
+      }
+    }
+    display.clear();
+    MetricsRow row{.epoch = p.epoch + 1, .step = p.step, .lr = current_lr(s),
+                   .train_loss = p.loss_sum / static_cast<double>(std::max<int64_t>(p.seen, 1)),
+                   .train_accuracy = static_cast<double>(p.correct) / static_cast<double>(std::max<int64_t>(p.seen, 1)),
+                   .test_loss = std::nullopt, .test_accuracy = std::nullopt,
+                   .samples_per_sec = static_cast<double>(p.seen) / std::max(p.seconds, 1e-9), .seconds = p.seconds};
+    const bool last = p.epoch + 1 == cfg.epochs;
+    if (cfg.eval_every_epochs > 0 && ((p.epoch + 1) % cfg.eval_every_epochs == 0 || last)) {
+      const EvalResult r = evaluate(*s.model, *s.test_loader, o.device);
+      row.test_loss = r.loss;
+      row.test_accuracy = r.accuracy;
+    }
+    if (s.scheduler && !step_sched) {
+      if (auto* plateau = dynamic_cast<optim::ReduceLROnPlateau*>(s.scheduler.get()))
+        plateau->step(row.test_loss.value_or(row.train_loss));
+      else
+        s.scheduler->step();
+    }
+    metrics.append(row);
+    display.epoch_summary(row);
+    p = Progress{.epoch = p.epoch + 1, .step = p.step, .skipped = p.skipped};
+    const int64_t every = cfg.output.checkpoint_every_epochs;
+    if (last || (every > 0 && p.epoch % every == 0)) last_checkpoint = save_checkpoint(s, p, hash, dir);
+  }
+  std::fprintf(o.out, "done: %lld steps%s; checkpoint %s, metrics %s\n", static_cast<long long>(p.step),
+               p.skipped > 0 ? (", " + std::to_string(p.skipped) + " skipped (non-finite loss)").c_str() : "",
+               last_checkpoint.c_str(), (dir / "metrics.jsonl").string().c_str());
+  return 0;
+}
+
+}  // namespace ember::app

@@ -1,0 +1,40 @@
+#pragma once
+// The ember-train loop: trains a Session epoch by epoch, evaluates, writes metrics and checkpoints, and
+// resumes from a run directory exactly (the resumed run's metrics and weights equal an uninterrupted run's).
+//
+// Checkpoints (core/checkpoint.h, "checkpoint-<step>.safetensors", atomic) hold the model ("model."),
+// optimizer ("optimizer."), scheduler ("scheduler."), the global and model generators, the train loader's
+// position, epoch/step, the current epoch's running sums, and config_hash() — a resume with a config that
+// changes the trajectory is refused. They are written every output.checkpoint_every_epochs epochs and/or
+// output.checkpoint_every_steps steps, at the end, and on SIGINT/SIGTERM; only the newest
+// output.keep_last are kept.
+//
+// SIGINT/SIGTERM: the current step finishes, a checkpoint is written and run_training returns 130 (SIGINT)
+// or 143 (SIGTERM), the shell's codes for those signals; --resume continues the run. A second signal
+// before that kills the process at once.
+// A NaN/Inf loss throws ember::Error naming the step, the last good checkpoint and what to try, unless
+// config.skip_nonfinite (then the step is skipped with a warning).
+#include <cstdio>
+#include <string>
+
+#include "apps/config.h"
+#include "backends/device.h"
+
+namespace ember::app {
+
+struct TrainOptions {
+  TrainConfig config;
+  Device device;
+  std::string run_dir;        // where config.yaml, checkpoints and metrics go
+  bool resume = false;        // continue from run_dir's newest valid checkpoint
+  bool dry_run = false;       // print the summary and memory estimate, then return 0
+  bool progress_bar = false;  // one rewritten line (a terminal) instead of periodic log lines
+  std::FILE* out = stdout;
+};
+
+// Returns the exit code: 0 done, 130/143 stopped by a signal after checkpointing. Throws ConfigError
+// (exit 2: bad model specs, config differing from the resumed run's, a run directory that already has
+// checkpoints without resume, resume without a checkpoint) and ember::Error (exit 1: NaN loss, I/O).
+int run_training(const TrainOptions& options);
+
+}  // namespace ember::app

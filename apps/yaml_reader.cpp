@@ -1,0 +1,238 @@
+#include "apps/yaml_reader.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+namespace ember::app {
+namespace {
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t i = 0; i <= text.size(); ++i)
+    if (i == text.size() || text[i] == sep) {
+      out.push_back(text.substr(start, i - start));
+      start = i + 1;
+    }
+  return out;
+}
+
+std::string shown(const YAML::Node& node) {
+  if (node.IsScalar()) return "'" + node.Scalar() + "'";
+  if (node.IsSequence()) return "a list";
+  if (node.IsMap()) return "a map";
+  return "nothing";
+}
+
+}  // namespace
+
+std::string Origins::where(const std::string& path, const YAML::Node& node) const {
+  // The longest overridden prefix of `path` wins: "--set data={...}" covers "data.batch_size".
+  for (std::string p = path;;) {
+    if (const auto it = overrides.find(p); it != overrides.end()) return it->second;
+    const size_t dot = p.rfind('.');
+    if (dot == std::string::npos) break;
+    p.resize(dot);
+  }
+  const YAML::Mark mark = node.Mark();
+  return mark.line >= 0 ? file + ":" + std::to_string(mark.line + 1) : file;
+}
+
+void apply_override(YAML::Node& root, const std::string& text, Origins& origins) {
+  const std::string origin = "--set " + text;
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw ConfigError(origin + ": expected key.path=value, e.g. --set optimizer.lr=0.01");
+  const std::string path = text.substr(0, eq);
+  const std::vector<std::string> keys = split(path, '.');
+  YAML::Node value;
+  try {
+    value = YAML::Load(text.substr(eq + 1));
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(origin + ": the value is not valid YAML: " + e.msg);
+  }
+  YAML::Node cur = root;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const std::string& key = keys[i];
+    if (key.empty()) throw ConfigError(origin + ": empty component in the key '" + path + "'");
+    const bool last = i + 1 == keys.size();
+    if (cur.IsSequence()) {
+      const auto index = parse_int(key);
+      if (!index || *index < 0 || *index >= static_cast<int64_t>(cur.size()))
+        throw ConfigError(origin + ": '" + key + "' is not an index of the list at '" +
+                          join(std::vector<std::string>(keys.begin(), keys.begin() + i), ".") + "' (0.." +
+                          std::to_string(static_cast<int64_t>(cur.size()) - 1) + ")");
+      if (last) {
+        cur[*index] = value;
+      } else {
+        cur.reset(cur[*index]);  // NOTE: Node::operator= would overwrite the node, reset() rebinds
+      }
+      continue;
+    }
+    if (cur.IsScalar())
+      throw ConfigError(origin + ": '" + join(std::vector<std::string>(keys.begin(), keys.begin() + i), ".") +
+                        "' is a value, not a section");
+    if (last) {
+      cur[key] = value;
+    } else {
+      YAML::Node next = cur[key];
+      if (!next.IsDefined() || next.IsNull()) {
+        cur[key] = YAML::Node(YAML::NodeType::Map);
+        next = cur[key];
+      }
+      cur.reset(next);
+    }
+  }
+  origins.overrides[path] = origin;
+}
+
+std::optional<int64_t> parse_int(const std::string& text) {
+  int64_t v = 0;
+  const char* end = text.data() + text.size();
+  const char* begin = text.data() + (!text.empty() && text[0] == '+' ? 1 : 0);
+  const auto r = std::from_chars(begin, end, v);
+  if (text.empty() || r.ec != std::errc() || r.ptr != end) return std::nullopt;
+  return v;
+}
+
+std::optional<double> parse_number(const std::string& text) {
+  std::string t = text;
+  std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (t == "nan" || t == ".nan") return std::nan("");
+  if (t == "inf" || t == ".inf" || t == "+inf" || t == "+.inf") return INFINITY;
+  if (t == "-inf" || t == "-.inf") return -INFINITY;
+  if (t.empty()) return std::nullopt;
+  char* end = nullptr;
+  const double v = std::strtod(t.c_str(), &end);
+  if (end != t.c_str() + t.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<bool> parse_bool(const std::string& text) {
+  if (text == "true") return true;
+  if (text == "false") return false;
+  return std::nullopt;
+}
+
+Section::Section(YAML::Node node, std::string path, const Origins& origins)
+    : node_(std::move(node)), path_(std::move(path)), origins_(origins) {
+  if (node_.IsDefined() && !node_.IsNull() && !node_.IsMap())
+    throw ConfigError(origins_.where(path_, node_) + ": " + (path_.empty() ? "the config" : path_) +
+                      ": expected a map of keys, got " + shown(node_));
+}
+
+bool Section::has(const std::string& key) const {
+  return node_.IsMap() && node_[key].IsDefined() && !node_[key].IsNull();
+}
+
+void Section::fail(const std::string& key, const std::string& what) const {
+  const YAML::Node n = has(key) ? node_[key] : node_;
+  throw ConfigError(origins_.where(key_path(key), n) + ": " + key_path(key) + ": " + what);
+}
+
+YAML::Node Section::scalar(const std::string& key, const char* expected) {
+  const YAML::Node n = node_[key];
+  if (!n.IsScalar()) fail(key, std::string("expected ") + expected + ", got " + shown(n));
+  return n;
+}
+
+int64_t Section::integer(const std::string& key, std::optional<int64_t> fallback,
+                         const std::function<bool(int64_t)>& ok, const char* range) {
+  if (!has(key)) {
+    if (!fallback) fail(key, std::string("missing required key (an integer ") + range + ")");
+    return *fallback;
+  }
+  const std::string expected = std::string("an integer ") + range;
+  const YAML::Node n = scalar(key, expected.c_str());
+  const auto v = parse_int(n.Scalar());
+  if (!v || (ok && !ok(*v))) fail(key, "expected " + expected + ", got '" + n.Scalar() + "'");
+  return *v;
+}
+
+double Section::number(const std::string& key, std::optional<double> fallback, const std::function<bool(double)>& ok,
+                       const char* range) {
+  if (!has(key)) {
+    if (!fallback) fail(key, std::string("missing required key (a number ") + range + ")");
+    return *fallback;
+  }
+  const std::string expected = std::string("a number ") + range;
+  const YAML::Node n = scalar(key, expected.c_str());
+  const auto v = parse_number(n.Scalar());
+  // NaN fails every range: a finite value is always required.
+  if (!v || !std::isfinite(*v) || (ok && !ok(*v)))
+    fail(key, "expected a finite number " + std::string(range) + ", got '" + n.Scalar() + "'");
+  return *v;
+}
+
+bool Section::boolean(const std::string& key, bool fallback) {
+  if (!has(key)) return fallback;
+  const YAML::Node n = scalar(key, "true or false");
+  const auto v = parse_bool(n.Scalar());
+  if (!v) fail(key, "expected true or false, got '" + n.Scalar() + "'");
+  return *v;
+}
+
+std::string Section::string(const std::string& key, std::optional<std::string> fallback) {
+  if (!has(key)) {
+    if (!fallback) fail(key, "missing required key (a string)");
+    return *fallback;
+  }
+  return scalar(key, "a string").Scalar();
+}
+
+std::string Section::choice(const std::string& key, const std::string& fallback, const std::vector<std::string>& choices) {
+  if (fallback.empty() && !has(key)) fail(key, "missing required key (one of " + join(choices) + ")");
+  const std::string v = string(key, fallback);
+  if (std::find(choices.begin(), choices.end(), v) == choices.end())
+    fail(key, "unknown value '" + v + "'" + did_you_mean(v, choices) + "; expected one of " + join(choices));
+  return v;
+}
+
+std::vector<double> Section::numbers(const std::string& key, std::vector<double> fallback) {
+  if (!has(key)) return fallback;
+  const YAML::Node n = node_[key];
+  std::vector<double> out;
+  if (n.IsScalar()) {  // one number stands for a list of one
+    const auto v = parse_number(n.Scalar());
+    if (!v || !std::isfinite(*v)) fail(key, "expected a finite number or a list of them, got '" + n.Scalar() + "'");
+    return {*v};
+  }
+  if (!n.IsSequence()) fail(key, "expected a list of numbers, got " + shown(n));
+  for (const auto& item : n) {
+    const auto v = item.IsScalar() ? parse_number(item.Scalar()) : std::nullopt;
+    if (!v || !std::isfinite(*v)) fail(key, "expected a list of finite numbers, got the item " + shown(item));
+    out.push_back(*v);
+  }
+  return out;
+}
+
+std::vector<int64_t> Section::integers(const std::string& key, std::vector<int64_t> fallback) {
+  if (!has(key)) return fallback;
+  const YAML::Node n = node_[key];
+  if (!n.IsSequence()) fail(key, "expected a list of integers, got " + shown(n));
+  std::vector<int64_t> out;
+  for (const auto& item : n) {
+    const auto v = item.IsScalar() ? parse_int(item.Scalar()) : std::nullopt;
+    if (!v) fail(key, "expected a list of integers, got the item " + shown(item));
+    out.push_back(*v);
+  }
+  return out;
+}
+
+Section Section::section(const std::string& key) {
+  return Section(has(key) ? node_[key] : YAML::Node(), key_path(key), origins_);
+}
+
+void Section::reject_unknown(const std::vector<std::string>& valid) const {
+  if (!node_.IsMap()) return;
+  for (const auto& kv : node_) {
+    const std::string key = kv.first.Scalar();
+    if (std::find(valid.begin(), valid.end(), key) != valid.end()) continue;
+    throw ConfigError(origins_.where(key_path(key), kv.first) + ": " + key_path(key) + ": unknown key" +
+                      did_you_mean(key, valid) + "; valid keys" + (path_.empty() ? "" : " in '" + path_ + "'") +
+                      ": " + join(valid));
+  }
+}
+
+}  // namespace ember::app

@@ -1,0 +1,277 @@
+// ember-train end to end, as a subprocess on a subset of Fashion-MNIST: the loss falls; a resumed run
+// (from a mid-epoch checkpoint, with the newest checkpoint corrupt) equals an uninterrupted one in metrics
+// and weights; SIGINT/SIGTERM write a checkpoint that resumes; a NaN loss stops with advice (or is
+// skipped); every optimizer and scheduler trains; ember-eval and ember-devices report.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <thread>
+
+#include <ember/ember.h>
+
+#include "apps/run_dir.h"
+#include "test_train_util.h"
+
+using namespace ember;
+using test::Result;
+namespace fs = std::filesystem;
+
+namespace {
+
+// 1000 training examples in batches of 50: 20 steps per epoch. Dropout, a per-step cosine schedule and
+// two loader workers make exact resume non-trivial.
+const std::string kConfig = R"(epochs: 3
+seed: 7
+data:
+  batch_size: 50
+  workers: 2
+  limit: 1000
+  test_limit: 500
+  transforms: [{type: normalize, mean: [0.286], std: [0.353]}]
+model:
+  - {type: flatten}
+  - {type: linear, out_features: 64}
+  - {type: relu}
+  - {type: dropout, p: 0.2}
+  - {type: linear, out_features: 10}
+optimizer: {type: adamw, lr: 0.003}
+scheduler: {type: cosine, interval: step}
+output: {checkpoint_every_steps: 7, keep_last: 100, log_every_steps: 5}
+)";
+
+Result train(const std::string& args) { return test::run(std::string(EMBER_TRAIN_APP) + " " + args); }
+
+std::vector<std::string> metric_rows(const fs::path& run) {
+  std::vector<std::string> out;
+  for (const auto& line : test::lines(test::read_text(run / "metrics.jsonl"))) out.push_back(test::without_timing(line));
+  return out;
+}
+
+std::vector<std::vector<float>> weights(const fs::path& checkpoint) {
+  std::vector<std::vector<float>> out;
+  for (const auto& [name, t] : Checkpoint::load(checkpoint.string()).take("model.")) out.push_back(t.to_vector<float>());
+  return out;
+}
+
+}  // namespace
+
+TEST(Train, ShortRunLossFallsAndWritesItsFiles) {
+  test::Scratch s;
+  const std::string cfg = s.write("cfg.yaml", kConfig);
+  const fs::path run = s.dir() / "run";
+  const Result r = train("--config " + cfg + " --out " + run.string() + " --set epochs=12 output.checkpoint_every_steps=0 output.keep_last=3");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("epoch 12/12: train loss"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("epoch 1/12 step 5/20 (total 5): loss"), std::string::npos) << r.output;  // plain lines
+  const auto rows = test::lines(test::read_text(run / "metrics.jsonl"));
+  ASSERT_EQ(rows.size(), 12u);  // 240 steps
+  const double first = std::stod(test::json_field(rows.front(), "train_loss"));
+  const double last = std::stod(test::json_field(rows.back(), "train_loss"));
+  EXPECT_LT(last, 0.6 * first) << "the loss did not fall: " << first << " -> " << last;
+  EXPECT_GT(std::stod(test::json_field(rows.back(), "test_accuracy")), 0.7);
+  EXPECT_EQ(test::json_field(rows.back(), "step"), "240");
+  const auto csv = test::lines(test::read_text(run / "metrics.csv"));
+  ASSERT_EQ(csv.size(), 13u);
+  EXPECT_EQ(csv[0], "epoch,step,lr,train_loss,train_accuracy,test_loss,test_accuracy,samples_per_sec,seconds");
+  EXPECT_TRUE(fs::exists(run / "checkpoint-00000240.safetensors"));
+  size_t checkpoints = 0;  // keep_last: 3
+  for (const auto& e : fs::directory_iterator(run)) checkpoints += e.path().extension() == ".safetensors";
+  EXPECT_EQ(checkpoints, 3u);
+  // The resolved config is complete and loads back.
+  EXPECT_NE(test::read_text(run / "config.yaml").find("keep_last: 3"), std::string::npos);
+  // A second run into the same directory is refused.
+  const Result again = train("--config " + cfg + " --out " + run.string());
+  EXPECT_EQ(again.rc, 2);
+  EXPECT_NE(again.output.find("already holds checkpoints"), std::string::npos) << again.output;
+}
+
+// Copies the run `from` to `to` as it would be if the process had died after step `step`: the
+// checkpoints after it are gone (metrics.* still hold later rows: the resume must drop them).
+static void cut_after(const fs::path& from, const fs::path& to, int64_t step) {
+  fs::copy(from, to);
+  for (const auto& e : fs::directory_iterator(to)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("checkpoint-", 0) == 0 && name > app::checkpoint_name(step)) fs::remove(e.path());
+  }
+}
+
+TEST(Train, ResumeEqualsAnUninterruptedRun) {
+  test::Scratch s;
+  const std::string cfg = s.write("cfg.yaml", kConfig);
+  const fs::path straight = s.dir() / "straight";
+  const Result r = train("--config " + cfg + " --out " + straight.string());
+  ASSERT_EQ(r.rc, 0) << r.output;
+  ASSERT_EQ(metric_rows(straight).size(), 3u);
+
+  // Died after step 28 (mid epoch 2), with the newest checkpoint (28) corrupt: the resume must report it
+  // and start from step 21.
+  const fs::path resumed = s.dir() / "resumed";
+  cut_after(straight, resumed, 28);
+  std::ofstream(resumed / "checkpoint-00000028.safetensors", std::ios::binary | std::ios::trunc) << "not a checkpoint";
+  const Result again = train("--resume " + resumed.string());
+  ASSERT_EQ(again.rc, 0) << again.output;
+  EXPECT_NE(again.output.find("checkpoint-00000028.safetensors is unusable"), std::string::npos) << again.output;
+  EXPECT_NE(again.output.find("checkpoint-00000021.safetensors (epochs done: 1, step 21)"), std::string::npos) << again.output;
+  EXPECT_EQ(metric_rows(resumed), metric_rows(straight));
+  EXPECT_EQ(weights(resumed / "checkpoint-00000060.safetensors"), weights(straight / "checkpoint-00000060.safetensors"));
+
+  // A config that changes the trajectory is refused.
+  fs::remove(resumed / "checkpoint-00000060.safetensors");
+  const Result other = train("--resume " + resumed.string() + " --set optimizer.lr=0.1");
+  EXPECT_EQ(other.rc, 2);
+  EXPECT_NE(other.output.find("another config"), std::string::npos) << other.output;
+}
+
+// A step checkpoint on an epoch's last batch is taken before that epoch's evaluation and metrics row:
+// the resume must finish the epoch (and not repeat its row).
+TEST(Train, ResumeFromTheLastStepOfAnEpoch) {
+  test::Scratch s;
+  const std::string cfg = s.write("cfg.yaml", kConfig);
+  const fs::path straight = s.dir() / "straight", resumed = s.dir() / "resumed";
+  const std::string cadence = " --set output.checkpoint_every_steps=10 output.checkpoint_every_epochs=0";
+  ASSERT_EQ(train("--config " + cfg + " --out " + straight.string() + cadence).rc, 0);
+  cut_after(straight, resumed, 40);
+  const Result again = train("--resume " + resumed.string());
+  ASSERT_EQ(again.rc, 0) << again.output;
+  EXPECT_NE(again.output.find("checkpoint-00000040.safetensors (epochs done: 1, step 40)"), std::string::npos) << again.output;
+  EXPECT_EQ(metric_rows(resumed), metric_rows(straight));
+  EXPECT_EQ(weights(resumed / "checkpoint-00000060.safetensors"), weights(straight / "checkpoint-00000060.safetensors"));
+}
+
+// Starts a 100-epoch run into `run`, sends `sig` once its first epoch's metrics row exists, and returns
+// the exit status and the output. No periodic checkpoints: any checkpoint is the signal's.
+static std::pair<int, std::string> train_and_signal(const std::string& cfg, const fs::path& run, const fs::path& log, int sig) {
+  const std::string args = " --set epochs=100 output.checkpoint_every_steps=0 output.checkpoint_every_epochs=0";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const std::string cmd = std::string("exec ") + EMBER_TRAIN_APP + " --config " + cfg + " --out " + run.string() + args +
+                            " > " + log.string() + " 2>&1";
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  for (int i = 0; i < 3000 && test::lines(test::read_text(run / "metrics.jsonl")).empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ::kill(pid, sig);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), test::read_text(log)};
+}
+
+TEST(Train, SigintWritesACheckpointThatResumes) {
+  test::Scratch s;
+  const std::string cfg = s.write("cfg.yaml", kConfig);
+  const fs::path run = s.dir() / "run";
+  const auto [rc, output] = train_and_signal(cfg, run, s.dir() / "log.txt", SIGINT);
+  EXPECT_EQ(rc, 130) << output;
+  EXPECT_NE(output.find("interrupted (SIGINT) at step"), std::string::npos) << output;
+  std::vector<std::string> problems;
+  const auto ckpt = app::newest_valid_checkpoint(run, problems);
+  ASSERT_TRUE(ckpt.has_value()) << output;
+  const int64_t stopped_at = std::stoll(ckpt->get("step"));
+  EXPECT_GT(stopped_at, 0);
+  EXPECT_LT(stopped_at, 100 * 20) << "the run finished before the signal";
+
+  const Result resumed = train("--resume " + run.string());
+  ASSERT_EQ(resumed.rc, 0) << resumed.output;
+  const auto rows = test::lines(test::read_text(run / "metrics.jsonl"));
+  ASSERT_EQ(rows.size(), 100u);
+  for (size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(test::json_field(rows[i], "epoch"), std::to_string(i + 1));
+}
+
+TEST(Train, SigtermWritesACheckpoint) {
+  test::Scratch s;
+  const std::string cfg = s.write("cfg.yaml", kConfig);
+  const fs::path run = s.dir() / "run";
+  const auto [rc, output] = train_and_signal(cfg, run, s.dir() / "log.txt", SIGTERM);
+  EXPECT_EQ(rc, 143) << output;
+  EXPECT_NE(output.find("terminated (SIGTERM) at step"), std::string::npos) << output;
+  EXPECT_EQ(app::list_checkpoints(run).size(), 1u) << output;
+}
+
+TEST(Train, NonFiniteLossStopsWithAdviceOrIsSkipped) {
+  test::Scratch s;
+  const std::string cfg = s.write("cfg.yaml", kConfig);
+  const Result stop = test::run(std::string(EMBER_TRAIN_APP) + " --config " + cfg + " --out " + (s.dir() / "b").string() +
+                                " --set 'optimizer={type: sgd, lr: 1e30}' scheduler.type=none output.checkpoint_every_steps=1");
+  EXPECT_EQ(stop.rc, 1) << stop.output;
+  for (const char* piece : {"the loss is", "The last good checkpoint is", "checkpoint-0000000", "lower optimizer.lr",
+                            "clip_grad_norm", "skip_nonfinite: true"})
+    EXPECT_NE(stop.output.find(piece), std::string::npos) << piece << " missing in\n" << stop.output;
+  const Result skip = test::run(std::string(EMBER_TRAIN_APP) + " --config " + cfg + " --out " + (s.dir() / "c").string() +
+                                " --set 'optimizer={type: sgd, lr: 1e30}' scheduler.type=none skip_nonfinite=true epochs=1");
+  EXPECT_EQ(skip.rc, 0) << skip.output;
+  EXPECT_NE(skip.output.find("skipped (non-finite loss)"), std::string::npos) << skip.output;
+}
+
+TEST(Train, EvalAndDevicesReport) {
+  test::Scratch s;
+  const std::string cfg = s.write("cfg.yaml", kConfig);
+  const fs::path run = s.dir() / "run";
+  ASSERT_EQ(train("--config " + cfg + " --out " + run.string() + " --set epochs=1").rc, 0);
+  const auto rows = test::lines(test::read_text(run / "metrics.jsonl"));
+  ASSERT_EQ(rows.size(), 1u);
+  const Result eval = test::run(std::string(EMBER_EVAL_APP) + " --config " + cfg + " --checkpoint " +
+                                (run / "checkpoint-00000020.safetensors").string() + " --device cpu");
+  ASSERT_EQ(eval.rc, 0) << eval.output;
+  char expected[64];
+  std::snprintf(expected, sizeof expected, "test accuracy %.2f%%", 100 * std::stod(test::json_field(rows[0], "test_accuracy")));
+  EXPECT_NE(eval.output.find(expected), std::string::npos) << expected << " missing in\n" << eval.output;
+  for (const char* piece : {"examples 500", "per-class accuracy", "Ankle boot", "confusion matrix"})
+    EXPECT_NE(eval.output.find(piece), std::string::npos) << piece;
+  const Result missing = test::run(std::string(EMBER_EVAL_APP) + " --config " + cfg + " --checkpoint /nonexistent");
+  EXPECT_EQ(missing.rc, 2) << missing.output;
+
+  const Result devices = test::run(EMBER_DEVICES_APP);
+  EXPECT_EQ(devices.rc, 0) << devices.output;
+  for (const char* piece : {"cpu: ", "threads", "cuda: this build", "--device cuda: ", "default device (--device auto): "})
+    EXPECT_NE(devices.output.find(piece), std::string::npos) << piece << " missing in\n" << devices.output;
+  if (!cuda::is_available()) {
+    EXPECT_NE(devices.output.find(cuda::unavailable_reason()), std::string::npos);
+  }
+}
+
+// Every optimizer and scheduler the config offers builds and trains (2 epochs of 20 steps), and the lr
+// each epoch reports (the one its last step used) is the one its schedule gives.
+TEST(Train, EveryOptimizerAndSchedulerRuns) {
+  test::Scratch s;
+  const std::string cfg = s.write("cfg.yaml", kConfig);
+  struct Case {
+    std::string sets, lr_epoch1, lr_epoch2;
+  };
+  const std::vector<Case> cases = {
+      {"optimizer={type: sgd, lr: 0.1, momentum: 0.9, nesterov: true} scheduler={type: step, step_size: 1, gamma: 0.5}",
+       "0.1", "0.05"},
+      {"optimizer={type: rmsprop, lr: 0.001, centered: true} scheduler={type: multistep, milestones: [1], gamma: 0.1}",
+       "0.001", "1e-04"},
+      {"optimizer={type: adam, lr: 0.001, amsgrad: true} scheduler={type: exponential, gamma: 0.5}", "0.001", "5e-04"},
+      {"optimizer={type: adamw, lr: 0.001, clip_grad_norm: 1} scheduler={type: plateau, patience: 0, factor: 0.5}",
+       "0.001", ""},
+      {"optimizer={type: adam, lr: 0.01} scheduler={type: onecycle, pct_start: 0.25}", "", ""},
+      {"optimizer={type: sgd, lr: 0.1} scheduler={type: cosine, interval: step, warmup_steps: 10}", "", "0"},
+  };
+  int i = 0;
+  for (const Case& c : cases) {
+    const fs::path run = s.dir() / ("run" + std::to_string(i++));
+    const Result r = train("--config " + cfg + " --out " + run.string() + " --set epochs=2 'loss={label_smoothing: 0.1}' " +
+                           [&] {
+                             std::string quoted;  // each "key=value" of c.sets, quoted for the shell
+                             for (size_t at = 0; at < c.sets.size();) {
+                               size_t end = c.sets.find("} ", at);
+                               end = end == std::string::npos ? c.sets.size() : end + 1;
+                               quoted += test::quoted(c.sets.substr(at, end - at)) + " ";
+                               at = end + 1;
+                             }
+                             return quoted;
+                           }());
+    ASSERT_EQ(r.rc, 0) << c.sets << "\n" << r.output;
+    const auto rows = test::lines(test::read_text(run / "metrics.jsonl"));
+    ASSERT_EQ(rows.size(), 2u) << c.sets;
+    if (!c.lr_epoch1.empty()) {
+      EXPECT_EQ(test::json_field(rows[0], "lr"), c.lr_epoch1) << c.sets;
+    }
+    if (!c.lr_epoch2.empty()) {
+      EXPECT_EQ(test::json_field(rows[1], "lr"), c.lr_epoch2) << c.sets;
+    }
+  }
+}
