@@ -14,8 +14,8 @@ scripts/setup.sh
 echo "== build (Release) =="
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$jobs"
-echo "== tests =="
-ctest --test-dir build --output-on-failure -j"$jobs" -LE long
+echo "== tests (including the long accuracy runs of the shipped configs) =="
+ctest --test-dir build --output-on-failure -j"$jobs"
 
 echo "== tests under ASan + UBSan =="
 cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=Debug -DEMBER_SANITIZE=ON -DEMBER_BUILD_BENCH=OFF -DEMBER_CUDA=OFF >/dev/null
