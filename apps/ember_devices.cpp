@@ -1,7 +1,7 @@
 // ember-devices: what hardware this build of Ember can use — the CPU (model, cores, SIMD, threads, GEMM
 // kernel, from the CPU backend's describe()) and CUDA: whether the build has it, how many GPUs the driver
-// offers, and whether --device cuda works or exactly why not. GPU names, memory and versions are not
-// shown: backends/cuda_info.h does not expose them yet. Exit code 0 (with or without a GPU).
+// offers (name, compute capability, memory, driver/runtime/cuDNN versions), and whether --device cuda
+// works or exactly why not. Exit code 0 (with or without a GPU).
 #include <thread>
 
 #include <ember/ember.h>
@@ -18,6 +18,12 @@ int main(int argc, char** argv) {
     std::printf("     %u hardware threads\n", std::thread::hardware_concurrency());
     std::printf("cuda: this build %s CUDA support; %d GPU(s) usable by the driver\n",
                 cuda::built_with_cuda() ? "has" : "does not have", cuda::device_count());
+    if (cuda::device_count() > 0) std::printf("  %s\n", cuda::versions().c_str());
+    for (int i = 0; i < cuda::device_count(); ++i) {
+      const cuda::GpuInfo g = cuda::gpu_info(i);
+      std::printf("  cuda:%d  %s, compute capability %d.%d, %.1f GiB, %d multiprocessors\n", i, g.name.c_str(),
+                  g.compute_major, g.compute_minor, static_cast<double>(g.total_memory) / (1 << 30), g.multiprocessors);
+    }
     // Device::parse is what --device goes through: its refusal is exactly why training cannot use a GPU
     // (no CUDA in this build, no driver, no GPU, or no CUDA kernels in this version of Ember).
     try {

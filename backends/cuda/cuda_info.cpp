@@ -1,10 +1,12 @@
 // CUDA device queries through the runtime API. Plain C++ (no kernels): compiled with the host compiler
 // and linked against cudart, so a CUDA build still runs on a machine without a GPU or driver.
 #include <cuda_runtime_api.h>
+#include <cudnn.h>
 
 #include <string>
 
 #include "backends/cuda_info.h"
+#include "backends/error.h"
 
 namespace ember::cuda {
 namespace {
@@ -50,6 +52,27 @@ const Probe& probe() {
 }  // namespace
 
 bool built_with_cuda() { return true; }
+
+GpuInfo gpu_info(int index) {
+  EMBER_CHECK(index >= 0 && index < device_count(), "gpu_info(", index, "): ",
+              device_count() == 0 ? unavailable_reason() : "valid indices are 0.." + std::to_string(device_count() - 1));
+  cudaDeviceProp p{};
+  const cudaError_t err = cudaGetDeviceProperties(&p, index);
+  EMBER_CHECK(err == cudaSuccess, "cudaGetDeviceProperties(", index, "): ", cudaGetErrorString(err));
+  return {p.name, p.major, p.minor, p.totalGlobalMem, p.multiProcessorCount};
+}
+
+std::string versions() {
+  int driver = 0, runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  const auto v = [](int x) { return std::to_string(x / 1000) + "." + std::to_string(x % 1000 / 10); };
+  // The cuDNN this build was compiled against (the backend's cuDNN calls come with the CUDA kernels; until
+  // then the library is not linked, so a CUDA build starts where cuDNN is absent).
+  const size_t cudnn = CUDNN_VERSION;  // e.g. 91300 = 9.13.0
+  return "driver " + (driver == 0 ? std::string("none") : v(driver)) + ", runtime " + v(runtime) + ", cuDNN " +
+         std::to_string(cudnn / 10000) + "." + std::to_string(cudnn % 10000 / 100) + "." + std::to_string(cudnn % 100) + " (build)";
+}
 bool is_available() { return probe().count > 0; }
 int device_count() { return probe().count; }
 std::string unavailable_reason() { return probe().reason; }
