@@ -116,7 +116,7 @@ std::optional<bool> parse_bool(const std::string& text) {
 }
 
 Section::Section(YAML::Node node, std::string path, const Origins& origins)
-    : node_(std::move(node)), path_(std::move(path)), origins_(origins) {
+    : node_(node), path_(std::move(path)), origins_(origins) {  // YAML::Node copies are cheap handles
   if (node_.IsDefined() && !node_.IsNull() && !node_.IsMap())
     throw ConfigError(origins_.where(path_, node_) + ": " + (path_.empty() ? "the config" : path_) +
                       ": expected a map of keys, got " + shown(node_));

@@ -158,7 +158,7 @@ struct OneCycleOptions {
 // throws (and leaves the scheduler as it was); so do total_steps < 1 and options outside the ranges above.
 class OneCycleLR : public LRScheduler {
  public:
-  OneCycleLR(Optimizer& optimizer, std::vector<double> max_lr, int64_t total_steps, const OneCycleOptions& o = {});
+  OneCycleLR(Optimizer& optimizer, const std::vector<double>& max_lr, int64_t total_steps, const OneCycleOptions& o = {});
   void step() override;
 
  protected:

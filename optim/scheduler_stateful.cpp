@@ -24,7 +24,7 @@ double anneal(Anneal how, double start, double end, double pct) {
 
 // ---- OneCycleLR ----
 
-OneCycleLR::OneCycleLR(Optimizer& optimizer, std::vector<double> max_lr, int64_t total_steps, const OneCycleOptions& o)
+OneCycleLR::OneCycleLR(Optimizer& optimizer, const std::vector<double>& max_lr, int64_t total_steps, const OneCycleOptions& o)
     : LRScheduler(optimizer, "OneCycleLR"),
       total_steps_(total_steps),
       o_(o),

@@ -13,6 +13,7 @@ packages=(
   libopenblas0-openmp           # GEMM, the OpenMP build (one thread pool with Ember's)
   libdnnl-dev                   # oneDNN: CPU convolution (also OpenMP)
   libgtest-dev libbenchmark-dev # tests and microbenchmarks
+  cppcheck clang-tidy           # static analysis (scripts/lint.sh)
   dataset-fashion-mnist         # the default training data (/usr/share/datasets/fashion-mnist)
 )
 

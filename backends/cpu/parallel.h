@@ -22,6 +22,7 @@ inline constexpr int64_t kGrainSize = 32768;
 template <typename Fn>
 void parallel_for(int64_t n, int64_t grain, Fn&& fn) {
   if (n <= 0) return;
+  if (grain < 1) grain = 1;
   const int threads = num_threads();
   if (n < grain || threads == 1) {
     enable_flush_denormal_on_this_thread();
