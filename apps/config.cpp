@@ -31,12 +31,12 @@ void check_fashion_dir(Section& s, const std::string& dir) {
   }
 }
 
-DataConfig read_data(Section s) {
+DataConfig read_data(Section s, bool fashion_files) {
   DataConfig d;
   d.dataset = s.choice("dataset", "fashion_mnist", {"fashion_mnist", "idx"});
   if (d.dataset == "fashion_mnist") {
     d.dir = s.string("dir", std::string(data::kFashionMnistDir));
-    check_fashion_dir(s, d.dir);
+    if (fashion_files) check_fashion_dir(s, d.dir);
   } else {
     for (auto [key, field] : {std::pair{"train_images", &d.train_images}, {"train_labels", &d.train_labels},
                               {"test_images", &d.test_images}, {"test_labels", &d.test_labels}}) {
@@ -193,7 +193,8 @@ OutputConfig read_output(Section s, const std::string& source) {
 
 }  // namespace
 
-TrainConfig parse_config(const std::string& text, const std::string& name, const std::vector<std::string>& overrides) {
+TrainConfig parse_config(const std::string& text, const std::string& name, const std::vector<std::string>& overrides,
+                         bool fashion_files) {
   Origins origins{name, {}};
   YAML::Node root;
   try {
@@ -212,7 +213,7 @@ TrainConfig parse_config(const std::string& text, const std::string& name, const
   c.seed = static_cast<uint64_t>(top.integer("seed", 0, non_negative, ">= 0"));
   c.device = top.string("device", "auto");
   c.skip_nonfinite = top.boolean("skip_nonfinite", false);
-  c.data = read_data(top.section("data"));
+  c.data = read_data(top.section("data"), fashion_files);
   c.model = read_model(root["model"], origins);
   Section loss = top.section("loss");
   c.loss = loss.choice("type", "cross_entropy", {"cross_entropy"});
@@ -229,12 +230,12 @@ TrainConfig parse_config(const std::string& text, const std::string& name, const
   return c;
 }
 
-TrainConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
+TrainConfig load_config(const std::string& path, const std::vector<std::string>& overrides, bool fashion_files) {
   std::ifstream in(path);
   if (!in) throw ConfigError(path + ": cannot read the config file (" + (fs::exists(path) ? "permission denied" : "no such file") + ")");
   std::stringstream text;
   text << in.rdbuf();
-  return parse_config(text.str(), path, overrides);
+  return parse_config(text.str(), path, overrides, fashion_files);
 }
 
 }  // namespace ember::app

@@ -77,7 +77,47 @@ std::string mib(double bytes) {
   return buf;
 }
 
+// The model (seeded by config.seed through model_gen), then the optimizer and scheduler, for s.sample_shape.
+void build_model(Session& s, bool for_training) {
+  s.model_gen.manual_seed(s.config.seed);
+  try {
+    s.model = nn::build_sequential(s.config.model, s.sample_shape, &s.model_gen);
+  } catch (const Error& e) {
+    throw ConfigError(e.what());  // the specs are config: exit code 2
+  }
+  s.model->to(s.device);
+  if (for_training) {
+    s.optimizer = make_optimizer(s.config.optimizer, s.model->parameters());
+    s.scheduler = make_scheduler(s.config, *s.optimizer, s.steps_per_epoch);
+  }
+}
+
 }  // namespace
+
+TrainShape train_shape(const TrainConfig& config) {
+  const DataConfig& d = config.data;
+  Shape shape{1, 28, 28};
+  int64_t size = 60000;  // Fashion-MNIST's training split
+  if (d.dataset != "fashion_mnist") {
+    const auto train = open_split(d, data::Split::Train);
+    shape = train->spec().input_shape;
+    size = train->size();
+  }
+  for (const data::AnyTransform& t : transforms(d, true)) shape = t->output_shape(shape);
+  if (d.limit > 0) size = std::min(size, d.limit);
+  return {shape, (size + d.batch_size - 1) / d.batch_size};  // the loader keeps the last partial batch
+}
+
+std::unique_ptr<Session> make_model_session(const TrainConfig& config, Device device, const TrainShape& shape) {
+  auto s = std::make_unique<Session>();
+  s->config = config;
+  s->device = device;
+  manual_seed(config.seed);
+  s->sample_shape = shape.sample_shape;
+  s->steps_per_epoch = shape.steps_per_epoch;
+  build_model(*s, true);
+  return s;
+}
 
 std::unique_ptr<Session> make_session(const TrainConfig& config, Device device, bool for_training) {
   auto s = std::make_unique<Session>();
@@ -98,17 +138,7 @@ std::unique_ptr<Session> make_session(const TrainConfig& config, Device device, 
     s->steps_per_epoch = s->train_loader->num_batches();
   }
   s->sample_shape = s->test_loader->input_shape();
-  s->model_gen.manual_seed(config.seed);
-  try {
-    s->model = nn::build_sequential(config.model, s->sample_shape, &s->model_gen);
-  } catch (const Error& e) {
-    throw ConfigError(e.what());  // the specs are config: exit code 2
-  }
-  s->model->to(device);
-  if (for_training) {
-    s->optimizer = make_optimizer(config.optimizer, s->model->parameters());
-    s->scheduler = make_scheduler(config, *s->optimizer, s->steps_per_epoch);
-  }
+  build_model(*s, for_training);
   return s;
 }
 

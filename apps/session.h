@@ -41,6 +41,20 @@ struct Session {
 // arguments), ember::Error when a dataset cannot be read.
 std::unique_ptr<Session> make_session(const TrainConfig& config, Device device, bool for_training = true);
 
+// What a training step sees, known without reading the data: one example's input shape after the
+// transforms, and the steps per epoch (for per-step schedulers). fashion_mnist is [1, 28, 28] × 60000 (the
+// files are not opened); an idx dataset's are read from its training files.
+struct TrainShape {
+  Shape sample_shape;
+  int64_t steps_per_epoch = 0;
+};
+TrainShape train_shape(const TrainConfig& config);
+
+// The model, optimizer and scheduler of `config` for `shape`, exactly as make_session builds them, without
+// datasets or loaders (those stay null): ember-bench trains them on synthetic batches. Throws ConfigError
+// like make_session.
+std::unique_ptr<Session> make_model_session(const TrainConfig& config, Device device, const TrainShape& shape);
+
 // Mean loss and accuracy over a loader, and the confusion matrix (rows: true class, columns: predicted).
 // The loss is plain cross entropy (no label smoothing). Runs the model in eval mode without a graph and
 // leaves it in train mode.

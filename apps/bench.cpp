@@ -1,0 +1,127 @@
+#include "apps/bench.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include <ember/ember.h>
+
+#include "apps/session.h"
+
+namespace ember::app {
+namespace {
+
+// Distinct synthetic batches, used in turn: enough that a step does not see the same batch twice in a
+// row, few enough to stay in memory (64 × 128 Fashion-MNIST images are 25 MiB).
+constexpr int64_t kBatchPool = 16;
+
+struct Batch {
+  Tensor input, target;  // on the CPU: [N, sample_shape...] f32, [N] i64
+};
+
+double mib(double bytes) { return bytes / (1024.0 * 1024.0); }
+
+double peak_rss_mib() {
+  struct rusage usage {};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux: KiB
+}
+
+// The model's output size for one example: the number of classes cross entropy expects.
+int64_t output_classes(nn::Module& model, const Shape& sample_shape, Device device) {
+  NoGradGuard no_grad;
+  model.eval();  // no dropout mask drawn, no batch-norm statistics updated
+  Shape one{1};
+  for (int64_t d : sample_shape) one.push_back(d);
+  const Tensor out = model.forward(zeros(one).to(device));
+  model.train();
+  if (out.dim() != 2)
+    throw ConfigError("ember-bench: the model's output is " + std::to_string(out.dim()) +
+                      "-D; cross entropy needs [N, classes] (end the model with a linear layer)");
+  return out.size(1);
+}
+
+std::vector<Batch> synthetic_batches(const TrainConfig& config, const Shape& sample_shape, int64_t classes,
+                                     int64_t count) {
+  Generator gen(config.seed);
+  Shape input_shape{config.data.batch_size};
+  for (int64_t d : sample_shape) input_shape.push_back(d);
+  std::vector<Batch> out;
+  for (int64_t i = 0; i < count; ++i) {
+    Batch b;
+    b.input = randn(input_shape, {}, &gen);
+    std::vector<int64_t> labels;
+    for (float u : rand({config.data.batch_size}, {}, &gen).to_vector<float>())
+      labels.push_back(std::min<int64_t>(static_cast<int64_t>(u * static_cast<float>(classes)), classes - 1));
+    b.target = from_vector(labels);
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+}  // namespace
+
+DeviceResult run_bench(const TrainConfig& config, Device device, const BenchOptions& o) {
+  backend(device).reset_peak_memory_stats(device.index);
+  const TrainShape shape = train_shape(config);
+  auto session = make_model_session(config, device, shape);
+  Session& s = *session;
+  DeviceResult r;
+  r.device = device;
+  r.description = describe(device);
+  r.batch_size = config.data.batch_size;
+  r.sample_shape = shape.sample_shape;
+  r.classes = output_classes(*s.model, shape.sample_shape, device);
+  const std::vector<Batch> batches =
+      synthetic_batches(config, shape.sample_shape, r.classes, std::min(kBatchPool, o.warmup + o.steps));
+
+  const bool step_sched = s.scheduler && config.scheduler.interval == "step";
+  const std::vector<Tensor> params = s.model->parameters();
+  const nn::functional::CrossEntropyOptions loss_options{.label_smoothing = config.label_smoothing};
+  std::vector<double> ms;
+  double epoch_loss = 0;
+  using clock = std::chrono::steady_clock;
+  for (int64_t step = 0; step < o.warmup + o.steps; ++step) {
+    const Batch& b = batches[static_cast<size_t>(step % static_cast<int64_t>(batches.size()))];
+    const auto started = clock::now();
+    const Tensor input = b.input.to(device), target = b.target.to(device);
+    s.optimizer->zero_grad();
+    Tensor loss = nn::functional::cross_entropy(s.model->forward(input), target, loss_options);
+    const double value = loss.item<double>();
+    if (!std::isfinite(value))
+      detail::throw_error("ember-bench: step ", step + 1, " on ", device.str(), ": the loss is ", value,
+                          "; try a lower optimizer.lr or optimizer.clip_grad_norm");
+    loss.backward();
+    if (config.optimizer.clip_grad_norm > 0) optim::clip_grad_norm_(params, config.optimizer.clip_grad_norm);
+    s.optimizer->step();
+    if (step_sched) s.scheduler->step();
+    backend(device).synchronize(device.index);
+    if (step >= o.warmup) ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - started).count());
+    r.losses.push_back(value);
+    epoch_loss += value;
+    if (s.scheduler && !step_sched && s.steps_per_epoch > 0 && (step + 1) % s.steps_per_epoch == 0) {  // epoch end
+      if (auto* plateau = dynamic_cast<optim::ReduceLROnPlateau*>(s.scheduler.get()))
+        plateau->step(epoch_loss / static_cast<double>(s.steps_per_epoch));  // no evaluation: the train loss
+      else
+        s.scheduler->step();
+      epoch_loss = 0;
+    }
+  }
+
+  double total_ms = 0;
+  for (double t : ms) total_ms += t;
+  r.samples_per_sec = static_cast<double>(r.batch_size * o.steps) / (total_ms / 1000.0);
+  std::sort(ms.begin(), ms.end());
+  const size_t n = ms.size();
+  r.ms_median = n % 2 == 1 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
+  r.ms_min = ms.front();
+  r.ms_max = ms.back();
+  r.allocator_peak_mib = mib(static_cast<double>(memory_stats(device).peak_allocated));
+  r.peak_memory_kind = device.is_cpu() ? "rss" : "allocator";
+  r.peak_memory_mib = device.is_cpu() ? peak_rss_mib() : r.allocator_peak_mib;
+  return r;
+}
+
+}  // namespace ember::app

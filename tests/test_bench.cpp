@@ -1,0 +1,210 @@
+// ember-bench end to end, as a subprocess: the JSON report parses and has every field; --steps, --warmup
+// and --batch-size are respected; the run is seeded (two runs report the same losses) and needs no
+// Fashion-MNIST files (an idx dataset's shape is read from its files);
+// --device cuda on a machine or build without a usable CUDA fails with exit 2 and Device::parse's reason,
+// and `both` measures the CPU and says why CUDA was skipped; bad configs and arguments exit 2.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include <ember/ember.h>
+
+#include "test_train_util.h"
+
+using namespace ember;
+using nlohmann::json;
+using test::Result;
+
+namespace {
+
+// data.dir points nowhere: ember-bench must not read the dataset. Dropout and a per-step cosine schedule
+// make the seeded-run check non-trivial.
+const std::string kConfig = R"(epochs: 2
+seed: 3
+data:
+  dir: /nonexistent/fashion-mnist
+  batch_size: 32
+  transforms: [{type: normalize, mean: [0.286], std: [0.353]}]
+model:
+  - {type: flatten}
+  - {type: linear, out_features: 32}
+  - {type: relu}
+  - {type: dropout, p: 0.2}
+  - {type: linear, out_features: 10}
+optimizer: {type: adamw, lr: 0.003}
+scheduler: {type: cosine, interval: step}
+)";
+
+// Runs ember-bench; `output` is its stdout only (the logs on stderr go to `err`).
+Result bench(const test::Scratch& s, const std::string& args) {
+  const std::string err = (s.dir() / "stderr.txt").string();
+  std::string command = EMBER_BENCH_APP;  // in steps: one long + chain draws a false GCC 12 -Wrestrict warning
+  command += " " + args + " 2>" + err;
+  Result r = test::run("(" + command + ")");
+  r.output += test::read_text(err);  // after stdout, so that a JSON report is the output's prefix
+  return r;
+}
+
+// The JSON object on stdout (the output up to its closing brace).
+json report(const Result& r) {
+  const size_t end = r.output.find("\n}\n");
+  EXPECT_NE(end, std::string::npos) << r.output;
+  return json::parse(r.output.substr(0, end + 2));
+}
+
+// Device::parse's reason for refusing "cuda", or empty when this machine and build can use it.
+std::string cuda_refusal() {
+  try {
+    Device::parse("cuda");
+    return "";
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
+}  // namespace
+
+TEST(Bench, JsonReportHasEveryFieldAndRespectsTheArguments) {
+  test::Scratch s;
+  const std::string cfg = s.write("cfg.yaml", kConfig);
+  const Result r = bench(s, "--config " + cfg + " --device cpu --steps 7 --warmup 3 --batch-size 16 --json");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  const json j = report(r);
+  EXPECT_EQ(j.at("steps"), 7);
+  EXPECT_EQ(j.at("warmup"), 3);
+  EXPECT_EQ(j.at("batch_size"), 16);
+  EXPECT_EQ(j.at("seed"), 3);
+  EXPECT_EQ(j.at("classes"), 10);
+  EXPECT_EQ(j.at("sample_shape"), json::parse("[1, 28, 28]"));
+  EXPECT_FALSE(j.contains("comparison"));  // one device
+  ASSERT_EQ(j.at("devices").size(), 1u);
+  const json& cpu = j.at("devices")[0];
+  EXPECT_EQ(cpu.at("device"), "cpu");
+  EXPECT_EQ(cpu.at("status"), "ok");
+  EXPECT_EQ(cpu.at("steps_run"), 10);  // warmup + steps
+  EXPECT_NE(cpu.at("description").get<std::string>().find("threads"), std::string::npos) << cpu;
+  const json& ms = cpu.at("ms_per_step");
+  EXPECT_GT(ms.at("min").get<double>(), 0);
+  EXPECT_LE(ms.at("min").get<double>(), ms.at("median").get<double>());
+  EXPECT_LE(ms.at("median").get<double>(), ms.at("max").get<double>());
+  // samples/s is batch × steps over the summed step times: between the rates of the slowest and fastest step
+  const double rate = cpu.at("samples_per_sec").get<double>();
+  EXPECT_GE(rate, 16 / (ms.at("max").get<double>() / 1000) * 0.999);
+  EXPECT_LE(rate, 16 / (ms.at("min").get<double>() / 1000) * 1.001);
+  EXPECT_EQ(cpu.at("peak_memory_kind"), "rss");
+  EXPECT_GT(cpu.at("peak_memory_mib").get<double>(), 1);
+  EXPECT_GT(cpu.at("allocator_peak_mib").get<double>(), 0);
+  const double loss = cpu.at("final_loss").get<double>();
+  EXPECT_TRUE(std::isfinite(loss) && loss > 0 && loss < 10) << loss;  // ~ln 10 on random labels
+}
+
+TEST(Bench, SeededRunsReportTheSameLossAndStepsChangeIt) {
+  test::Scratch s;
+  const std::string cfg = s.write("cfg.yaml", kConfig);
+  const std::string args = "--config " + cfg + " --device cpu --warmup 2 --json";
+  const Result a = bench(s, args + " --steps 5"), b = bench(s, args + " --steps 5"), c = bench(s, args + " --steps 6");
+  ASSERT_EQ(a.rc, 0) << a.output;
+  ASSERT_EQ(b.rc, 0) << b.output;
+  ASSERT_EQ(c.rc, 0) << c.output;
+  const auto loss = [](const Result& r) { return report(r).at("devices")[0].at("final_loss").get<double>(); };
+  EXPECT_EQ(loss(a), loss(b));
+  EXPECT_NE(loss(a), loss(c));  // one more step trained
+  EXPECT_EQ(report(c).at("devices")[0].at("steps_run"), 8);
+}
+
+// Writes an unsigned-byte IDX file with `dims` (values i % 251).
+std::string write_idx(const test::Scratch& s, const std::string& name, const std::vector<uint32_t>& dims) {
+  std::string bytes{'\0', '\0', '\x08', static_cast<char>(dims.size())};
+  size_t count = 1;
+  for (uint32_t d : dims) {
+    for (int shift : {24, 16, 8, 0}) bytes.push_back(static_cast<char>((d >> shift) & 0xff));
+    count *= d;
+  }
+  for (size_t i = 0; i < count; ++i) bytes.push_back(static_cast<char>(i % 251 % 3));  // labels 0..2 as well
+  return s.write(name, bytes);
+}
+
+// An idx dataset's example shape comes from its files (6 × 5 images here), the number of classes from the
+// model's output.
+TEST(Bench, IdxDatasetShapeComesFromItsFiles) {
+  test::Scratch s;
+  const std::string images = write_idx(s, "images", {10, 6, 5}), labels = write_idx(s, "labels", {10});
+  const std::string cfg = s.write("cfg.yaml", "epochs: 1\ndata: {dataset: idx, train_images: " + images +
+      ", train_labels: " + labels + ", test_images: " + images + ", test_labels: " + labels +
+      ", batch_size: 4}\n"
+      "model: [{type: flatten}, {type: linear, out_features: 3}]\noptimizer: {type: sgd, lr: 0.1}\n");
+  const Result r = bench(s, "--config " + cfg + " --device cpu --steps 2 --warmup 0 --json");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  const json j = report(r);
+  EXPECT_EQ(j.at("sample_shape"), json::parse("[1, 6, 5]"));
+  EXPECT_EQ(j.at("classes"), 3);
+  EXPECT_EQ(j.at("devices")[0].at("steps_run"), 2);
+}
+
+TEST(Bench, TableNamesTheColumnsAndTheDevice) {
+  test::Scratch s;
+  const std::string cfg = s.write("cfg.yaml", kConfig);
+  const Result r = bench(s, "--config " + cfg + " --device cpu --steps 3 --warmup 1");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  for (const char* piece : {"batch 32, 3 timed steps after 1 warmup", "samples/s", "ms/step med", "peak memory",
+                            "final loss", "MiB (rss)", "\ncpu "})
+    EXPECT_NE(r.output.find(piece), std::string::npos) << piece << " missing in\n" << r.output;
+}
+
+TEST(Bench, CudaIsRefusedWithTheReasonAndBothSkipsIt) {
+  const std::string refusal = cuda_refusal();
+  if (refusal.empty()) GTEST_SKIP() << "CUDA is usable here: the refusal cannot be tested";
+  test::Scratch s;
+  const std::string cfg = s.write("cfg.yaml", kConfig);
+  const Result cuda = bench(s, "--config " + cfg + " --device cuda --steps 3 --json");
+  EXPECT_EQ(cuda.rc, 2) << cuda.output;
+  EXPECT_NE(cuda.output.find(refusal), std::string::npos) << refusal << " missing in\n" << cuda.output;
+  EXPECT_EQ(cuda.output.find("samples_per_sec"), std::string::npos) << "a number for a device that cannot run";
+
+  const Result both = bench(s, "--config " + cfg + " --device both --steps 3 --warmup 1 --json");
+  ASSERT_EQ(both.rc, 0) << both.output;
+  const json j = report(both);
+  ASSERT_EQ(j.at("devices").size(), 2u) << j;
+  EXPECT_EQ(j.at("devices")[0].at("device"), "cpu");
+  EXPECT_EQ(j.at("devices")[0].at("status"), "ok");
+  EXPECT_EQ(j.at("devices")[0].at("steps_run"), 4);
+  EXPECT_EQ(j.at("devices")[1].at("device"), "cuda");
+  EXPECT_EQ(j.at("devices")[1].at("status"), "skipped");
+  EXPECT_EQ(j.at("devices")[1].at("reason"), refusal);
+  EXPECT_FALSE(j.at("devices")[1].contains("samples_per_sec"));
+  EXPECT_FALSE(j.contains("comparison"));
+
+  const Result table = bench(s, "--config " + cfg + " --device both --steps 2 --warmup 0");
+  ASSERT_EQ(table.rc, 0) << table.output;
+  EXPECT_NE(table.output.find("cuda     skipped: " + refusal), std::string::npos) << table.output;
+}
+
+TEST(Bench, BadConfigsAndArgumentsExitTwo) {
+  test::Scratch s;
+  const std::string good = s.write("good.yaml", kConfig);
+  std::string typo = kConfig;
+  typo.replace(typo.find("batch_size"), 10, "batch_sise");
+  const std::string bad = s.write("bad.yaml", typo);
+  std::string conv = kConfig;  // a 2-D convolution after flatten: the specs do not connect
+  conv.replace(conv.find("- {type: relu}"), 14, "- {type: conv2d, out_channels: 4, kernel_size: 3}");
+  const std::string misfit = s.write("misfit.yaml", conv);
+  struct Case {
+    std::string args, expected;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"--config " + bad + " --device cpu", "did you mean 'batch_size'"},
+           {"--config " + s.dir().string() + "/missing.yaml", "missing.yaml"},
+           {"--config " + misfit + " --device cpu", "conv2d"},
+           {"--config " + good + " --device cpu --set optimizer.lr=-1", "optimizer.lr"},
+           {"--config " + good + " --device tpu", "--device tpu"},
+           {"--config " + good + " --steps 0", "--steps"},
+           {"--config " + good + " --warmup -1", "--warmup"},
+           {"--device cpu", "--config"},
+       }) {
+    const Result r = bench(s, c.args);
+    EXPECT_EQ(r.rc, 2) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.expected), std::string::npos) << c.expected << " missing in\n" << r.output;
+  }
+}
