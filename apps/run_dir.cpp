@@ -1,13 +1,18 @@
 #include "apps/run_dir.h"
 
+#include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
+#include "apps/yaml_reader.h"
 #include "backends/error.h"
 
 namespace ember::app {
@@ -52,6 +57,44 @@ std::optional<Checkpoint> newest_valid_checkpoint(const fs::path& dir, std::vect
     }
   }
   return std::nullopt;
+}
+
+std::vector<std::string> remove_stale_temporaries(const fs::path& dir) {
+  std::vector<std::string> removed;
+  if (!fs::is_directory(dir)) return removed;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    const size_t at = name.rfind(".tmp");
+    if (at == std::string::npos || at == 0) continue;
+    size_t digits = at + 4;
+    if (digits < name.size() && name[digits] == '.') ++digits;  // safetensors writes ".tmp.<pid>"
+    long long pid = 0;
+    const auto r = std::from_chars(name.data() + digits, name.data() + name.size(), pid);
+    if (r.ec != std::errc() || r.ptr != name.data() + name.size() || pid <= 0) continue;
+    // NOTE: a live process of that id (ours, or another writer's) keeps its file.
+    if (pid == ::getpid() || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    std::error_code ec;
+    if (fs::remove(entry.path(), ec)) removed.push_back(name);
+  }
+  return removed;
+}
+
+void ensure_writable_dir(const fs::path& dir) {
+  const auto refuse = [&](const std::string& why) {
+    throw ConfigError("the run directory " + dir.string() + " is not writable (" + why +
+                      "): choose another with --out or output.dir, or fix its permissions");
+  };
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) refuse("cannot create it: " + ec.message());
+  const fs::path probe = dir / (".write-probe.tmp" + std::to_string(::getpid()));
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) refuse(std::strerror(errno));
+  const bool wrote = ::write(fd, "x", 1) == 1;
+  const int write_errno = errno;
+  ::close(fd);
+  ::unlink(probe.c_str());
+  if (!wrote) refuse(std::strerror(write_errno));
 }
 
 void write_file_atomic(const fs::path& path, const std::string& text) {

@@ -23,6 +23,15 @@ void prune_checkpoints(const std::filesystem::path& dir, int64_t keep_last);
 // and the error) and skipped. nullopt when there is none that loads.
 std::optional<Checkpoint> newest_valid_checkpoint(const std::filesystem::path& dir, std::vector<std::string>& problems);
 
+// Deletes the temporary files that a writer killed mid-write left in `dir` (a checkpoint's
+// "checkpoint-*.safetensors.tmp.<pid>", write_file_atomic's "<name>.tmp<pid>") when process <pid> is gone;
+// returns their names. They are never read (list_checkpoints ignores them): this only reclaims the space.
+std::vector<std::string> remove_stale_temporaries(const std::filesystem::path& dir);
+
+// Creates `dir` if needed and checks that a file can be written there, before any work: throws
+// ConfigError naming the directory and the reason (exit code 2) when it cannot.
+void ensure_writable_dir(const std::filesystem::path& dir);
+
 // Writes `text` to `path` atomically (a temporary file in the same folder, then rename).
 void write_file_atomic(const std::filesystem::path& path, const std::string& text);
 

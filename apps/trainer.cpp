@@ -71,7 +71,15 @@ std::string save_checkpoint(Session& s, const Progress& p, const std::string& ha
   c.set("skipped", std::to_string(p.skipped));
   c.set("config_hash", hash);
   const fs::path path = dir / checkpoint_name(p.step);
-  c.save(path.string());
+  try {
+    c.save(path.string());  // atomic: a failed write leaves the previous checkpoint as it was
+  } catch (const Error& e) {
+    const auto previous = list_checkpoints(dir);
+    throw Error("could not write the checkpoint of step " + std::to_string(p.step) + " (" + e.what() + "); " +
+                (previous.empty() ? std::string("no earlier checkpoint exists")
+                                  : "the previous checkpoint " + previous.back().second.string() + " is intact") +
+                ". Free space in " + dir.string() + " and continue with: ember-train --resume " + dir.string());
+  }
   prune_checkpoints(dir, s.config.output.keep_last);
   return path.string();
 }
@@ -107,6 +115,7 @@ Progress restore(Session& s, const Checkpoint& c, const std::string& hash) {
 int run_training(const TrainOptions& o) {
   const TrainConfig& cfg = o.config;
   const fs::path dir = o.run_dir;
+  if (!o.dry_run) ensure_writable_dir(dir);  // before loading anything: an unwritable --out fails at once
   auto session = make_session(cfg, o.device);
   Session& s = *session;
   if (o.dry_run) {
@@ -116,6 +125,8 @@ int run_training(const TrainOptions& o) {
   const std::string hash = config_hash(cfg);
   Progress p;
   std::string last_checkpoint;  // the newest good one, for the NaN message
+  for (const auto& name : remove_stale_temporaries(dir))
+    log().info("removed {}, left by a process killed while writing it", (dir / name).string());
   if (o.resume) {
     std::vector<std::string> problems;
     const auto ckpt = newest_valid_checkpoint(dir, problems);
