@@ -30,12 +30,14 @@ void bn_forward(const TensorArg& x, const TensorArg* weight, const TensorArg* bi
         double sum = 0;
         for (int64_t n = 0; n < N; ++n) {
           const T* p = x.ptr<T>() + (n * C + c) * S;
+#pragma omp simd reduction(+ : sum)
           for (int64_t s = 0; s < S; ++s) sum += p[s];
         }
         mean = sum / count;
         double sq = 0;
         for (int64_t n = 0; n < N; ++n) {
           const T* p = x.ptr<T>() + (n * C + c) * S;
+#pragma omp simd reduction(+ : sq)
           for (int64_t s = 0; s < S; ++s) sq += (p[s] - mean) * (p[s] - mean);
         }
         const double var = sq / count;
@@ -53,6 +55,7 @@ void bn_forward(const TensorArg& x, const TensorArg* weight, const TensorArg* bi
       for (int64_t n = 0; n < N; ++n) {
         const T* p = x.ptr<T>() + (n * C + c) * S;
         T* q = y.ptr<T>() + (n * C + c) * S;
+#pragma omp simd
         for (int64_t s = 0; s < S; ++s) q[s] = p[s] * scale + shift;
       }
     }
@@ -72,6 +75,7 @@ void bn_backward(const TensorArg& gy, const TensorArg& x, const TensorArg* weigh
       for (int64_t n = 0; n < N; ++n) {
         const T* g = gy.ptr<T>() + (n * C + c) * S;
         const T* p = x.ptr<T>() + (n * C + c) * S;
+#pragma omp simd reduction(+ : sum_g, sum_g_xhat)
         for (int64_t s = 0; s < S; ++s) {
           sum_g += g[s];
           sum_g_xhat += g[s] * (p[s] - mean) * invstd;
@@ -85,13 +89,12 @@ void bn_backward(const TensorArg& gy, const TensorArg& x, const TensorArg* weigh
         const T* g = gy.ptr<T>() + (n * C + c) * S;
         const T* p = x.ptr<T>() + (n * C + c) * S;
         T* out = gx->ptr<T>() + (n * C + c) * S;
+        // gx = k·(g - Σg/count - x̂·Σ(g·x̂)/count) in training (through the batch statistics), k·g in eval
+        const double mean_g = training ? sum_g / count : 0.0, mean_gx = training ? sum_g_xhat / count : 0.0;
+#pragma omp simd
         for (int64_t s = 0; s < S; ++s) {
-          if (training) {  // through the batch statistics too
-            const double xhat = (p[s] - mean) * invstd;
-            out[s] = static_cast<T>(k * (g[s] - sum_g / count - xhat * sum_g_xhat / count));
-          } else {
-            out[s] = static_cast<T>(k * g[s]);
-          }
+          const double xhat = (p[s] - mean) * invstd;
+          out[s] = static_cast<T>(k * (g[s] - mean_g - xhat * mean_gx));
         }
       }
     }

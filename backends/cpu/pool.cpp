@@ -25,22 +25,31 @@ inline Window window(const Pool2dParams& p, int64_t H, int64_t W, int64_t oh, in
   return {h0, h1, w0, w1, p.count_include_pad ? padded : (h1 - h0) * (w1 - w0)};
 }
 
-// The common 2×2, stride 2, unpadded max pool as a straight loop (no window arithmetic).
+// The common 2×2, stride 2, unpadded max pool as a straight, branch-free loop (selects instead of jumps:
+// on real activations the comparisons are unpredictable). Scan order and NaN rule as the general path.
 template <typename T>
 void max_pool_2x2(const T* xp, T* out, int64_t* idx, int64_t W, int64_t OH, int64_t OW) {
   for (int64_t oh = 0; oh < OH; ++oh) {
     const T* r0 = xp + 2 * oh * W;
     const T* r1 = r0 + W;
+    T* o = out + oh * OW;
+    int64_t* io = idx != nullptr ? idx + oh * OW : nullptr;
     for (int64_t ow = 0; ow < OW; ++ow) {
-      const int64_t w = 2 * ow;
-      T best = r0[w];
-      int64_t at = 2 * oh * W + w;
+      const T a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1];
       // Later elements win only when strictly greater (first maximum), or when NaN (NaN propagates).
-      if (r0[w + 1] > best || r0[w + 1] != r0[w + 1]) best = r0[w + 1], at = 2 * oh * W + w + 1;
-      if (r1[w] > best || r1[w] != r1[w]) best = r1[w], at = (2 * oh + 1) * W + w;
-      if (r1[w + 1] > best || r1[w + 1] != r1[w + 1]) best = r1[w + 1], at = (2 * oh + 1) * W + w + 1;
-      out[oh * OW + ow] = best;
-      if (idx != nullptr) idx[oh * OW + ow] = at;
+      T best = a;
+      int64_t k = 0;
+      bool take = (b > best) | (b != b);
+      best = take ? b : best;
+      k = take ? 1 : k;
+      take = (c > best) | (c != c);
+      best = take ? c : best;
+      k = take ? W : k;
+      take = (d > best) | (d != d);
+      best = take ? d : best;
+      k = take ? W + 1 : k;
+      o[ow] = best;
+      if (io != nullptr) io[ow] = 2 * oh * W + 2 * ow + k;
     }
   }
 }
