@@ -77,8 +77,6 @@ DeviceResult run_bench(const TrainConfig& config, Device device, const BenchOpti
   const std::vector<Batch> batches =
       synthetic_batches(config, shape.sample_shape, r.classes, std::min(kBatchPool, o.warmup + o.steps));
 
-  const bool step_sched = s.scheduler && config.scheduler.interval == "step";
-  const std::vector<Tensor> params = s.model->parameters();
   const nn::functional::CrossEntropyOptions loss_options{.label_smoothing = config.label_smoothing};
   std::vector<double> ms;
   double epoch_loss = 0;
@@ -93,19 +91,13 @@ DeviceResult run_bench(const TrainConfig& config, Device device, const BenchOpti
     if (!std::isfinite(value))
       detail::throw_error("ember-bench: step ", step + 1, " on ", device.str(), ": the loss is ", value,
                           "; try a lower optimizer.lr or optimizer.clip_grad_norm");
-    loss.backward();
-    if (config.optimizer.clip_grad_norm > 0) optim::clip_grad_norm_(params, config.optimizer.clip_grad_norm);
-    s.optimizer->step();
-    if (step_sched) s.scheduler->step();
+    apply_update(s, loss);
     backend(device).synchronize(device.index);
     if (step >= o.warmup) ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - started).count());
     r.losses.push_back(value);
     epoch_loss += value;
-    if (s.scheduler && !step_sched && s.steps_per_epoch > 0 && (step + 1) % s.steps_per_epoch == 0) {  // epoch end
-      if (auto* plateau = dynamic_cast<optim::ReduceLROnPlateau*>(s.scheduler.get()))
-        plateau->step(epoch_loss / static_cast<double>(s.steps_per_epoch));  // no evaluation: the train loss
-      else
-        s.scheduler->step();
+    if (s.steps_per_epoch > 0 && (step + 1) % s.steps_per_epoch == 0) {  // epoch end
+      end_epoch_schedule(s, epoch_loss / static_cast<double>(s.steps_per_epoch));  // no evaluation: the train loss
       epoch_loss = 0;
     }
   }

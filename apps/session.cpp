@@ -119,6 +119,23 @@ std::unique_ptr<Session> make_model_session(const TrainConfig& config, Device de
   return s;
 }
 
+namespace {
+bool per_step_schedule(const Session& s) { return s.scheduler && s.config.scheduler.interval == "step"; }
+}  // namespace
+
+void apply_update(Session& s, const Tensor& loss) {
+  loss.backward();
+  if (s.config.optimizer.clip_grad_norm > 0) optim::clip_grad_norm_(s.model->parameters(), s.config.optimizer.clip_grad_norm);
+  s.optimizer->step();
+  if (per_step_schedule(s)) s.scheduler->step();
+}
+
+void end_epoch_schedule(Session& s, double metric) {
+  if (!s.scheduler || per_step_schedule(s)) return;
+  if (auto* plateau = dynamic_cast<optim::ReduceLROnPlateau*>(s.scheduler.get())) plateau->step(metric);
+  else s.scheduler->step();
+}
+
 std::unique_ptr<Session> make_session(const TrainConfig& config, Device device, bool for_training) {
   auto s = std::make_unique<Session>();
   s->config = config;

@@ -65,6 +65,12 @@ struct EvalResult {
 };
 EvalResult evaluate(nn::Module& model, data::DataLoader& loader, Device device);
 
+// One training update after a finite loss: backward, gradient clipping (optimizer.clip_grad_norm), the
+// optimizer step, and the scheduler step when it runs per batch (scheduler.interval: step).
+void apply_update(Session& session, const Tensor& loss);
+// The end-of-epoch scheduler step, for schedules that run per epoch; ReduceLROnPlateau gets `metric`.
+void end_epoch_schedule(Session& session, double metric);
+
 // The --dry-run report: nn::summary of the model for one batch, then an estimate of the memory a training
 // step needs (parameters, gradients, optimizer state, activations and their gradients for one batch).
 std::string dry_run_report(Session& session);

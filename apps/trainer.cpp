@@ -148,8 +148,6 @@ int run_training(const TrainOptions& o) {
 
   SignalScope signals;
   ProgressDisplay display(o.out, o.progress_bar, cfg.output.log_every_steps, s.steps_per_epoch, cfg.epochs, o.device);
-  const bool step_sched = s.scheduler && cfg.scheduler.interval == "step";
-  const std::vector<Tensor> params = s.model->parameters();
   const nn::functional::CrossEntropyOptions loss_options{.label_smoothing = cfg.label_smoothing};
   using clock = std::chrono::steady_clock;
   while (p.epoch < cfg.epochs) {
@@ -175,10 +173,7 @@ int run_training(const TrainOptions& o) {
         ++p.skipped;
         log().warn("step {}: the loss is {}; step skipped (skip_nonfinite: true)", p.step, value);
       } else {
-        loss.backward();
-        if (cfg.optimizer.clip_grad_norm > 0) optim::clip_grad_norm_(params, cfg.optimizer.clip_grad_norm);
-        s.optimizer->step();
-        if (step_sched) s.scheduler->step();
+        apply_update(s, loss);
         const int64_t n = target.size(0);
         p.loss_sum += value * static_cast<double>(n);
         p.correct += sum(eq(argmax(logits, 1), target)).item<int64_t>();
@@ -210,12 +205,7 @@ int run_training(const TrainOptions& o) {
       row.test_loss = r.loss;
       row.test_accuracy = r.accuracy;
     }
-    if (s.scheduler && !step_sched) {
-      if (auto* plateau = dynamic_cast<optim::ReduceLROnPlateau*>(s.scheduler.get()))
-        plateau->step(row.test_loss.value_or(row.train_loss));
-      else
-        s.scheduler->step();
-    }
+    end_epoch_schedule(s, row.test_loss.value_or(row.train_loss));
     metrics.append(row);
     display.epoch_summary(row);
     p = Progress{.epoch = p.epoch + 1, .step = p.step, .skipped = p.skipped};
