@@ -23,6 +23,7 @@ inline constexpr int kMaxDims = 8;
 struct TensorArg {
   void* data = nullptr;
   DType dtype = DType::f32;
+  int device_index = 0;  // the GPU the data lives on (CUDA backend); 0 on the CPU
   int ndim = 0;
   int64_t shape[kMaxDims] = {};
   int64_t strides[kMaxDims] = {};
@@ -124,6 +125,10 @@ struct MemoryStats {
   size_t reserved = 0;       // bytes held by the allocator (allocated + cached)
   uint64_t device_allocs = 0; // calls to the system/driver allocator (cache misses)
 };
+
+// allocate/deallocate with this device index on the CUDA backend serve page-locked (pinned) host memory:
+// CPU tensors whose copies to the GPU are asynchronous (the DataLoader's batches for a CUDA run).
+inline constexpr int kPinnedHostIndex = -1;
 
 class Backend {
  public:

@@ -25,5 +25,28 @@ struct GpuInfo {
 GpuInfo gpu_info(int index);
 // "driver 13.0, runtime 13.0, cuDNN 9.13.0" — the versions this process sees (empty without CUDA).
 std::string versions();
+// The name of GPU `device`, e.g. "NVIDIA H200".
+std::string device_name(int device = 0);
+
+// Memory of GPU `device` as Ember's caching allocator sees it (PyTorch's torch.cuda.memory_allocated and
+// friends): bytes held by live tensors, their high-water mark since the last reset, and bytes reserved
+// from the driver (live + cached). empty_cache() returns the cached blocks to the driver.
+size_t memory_allocated(int device = 0);
+size_t max_memory_allocated(int device = 0);
+size_t memory_reserved(int device = 0);
+void reset_peak_memory_stats(int device = 0);
+void empty_cache(int device = 0);
+// Waits until every op queued on `device` has finished (Ember's ops are asynchronous on the GPU), and
+// raises an error a kernel reported.
+void synchronize(int device = 0);
+// Makes `device` the calling thread's current GPU for CUDA code of your own; Ember's ops run on the device
+// of their tensors whatever it is.
+void set_device(int device);
+
+// Deterministic mode: cuDNN convolutions use only algorithms that give the same bits on every run (may be
+// slower). Ops that accumulate with atomics (scatter_add, and so embedding and gather backward) stay
+// order-dependent in the last bits. Off by default, as in PyTorch.
+void set_deterministic(bool on);
+bool deterministic();
 
 }  // namespace ember::cuda

@@ -5,14 +5,10 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "backends/backend.h"
-
-#if defined(__CUDACC__)
-#define EMBER_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-#define EMBER_HOST_DEVICE inline
-#endif
+#include "backends/host_device.h"
 
 namespace ember::kernels {
 
@@ -258,6 +254,77 @@ EMBER_HOST_DEVICE T random_element(uint64_t seed, uint64_t index, double a, doub
     const T u2 = static_cast<T>(r.v[3]) * static_cast<T>(1.0 / 4294967296.0);
     const T z = m_sqrt(T(-2) * m_log(u1)) * m_cos(static_cast<T>(6.283185307179586476925) * u2);
     return static_cast<T>(a + b * z);
+  }
+}
+
+// --- host-side dispatch: runtime enum → template argument ---------------------------------------------
+template <auto V> using constant = std::integral_constant<decltype(V), V>;
+
+// Calls fn(constant<op>) — turns a runtime enum into a template argument.
+template <typename Fn>
+void dispatch_unary_op(UnaryOp op, Fn&& fn) {
+  switch (op) {
+#define EMBER_CASE(name) case UnaryOp::name: return fn(constant<UnaryOp::name>{});
+    EMBER_CASE(neg) EMBER_CASE(abs) EMBER_CASE(sign) EMBER_CASE(exp) EMBER_CASE(log) EMBER_CASE(sqrt)
+    EMBER_CASE(rsqrt) EMBER_CASE(tanh) EMBER_CASE(sigmoid) EMBER_CASE(relu) EMBER_CASE(gelu)
+    EMBER_CASE(square) EMBER_CASE(reciprocal) EMBER_CASE(pow_scalar) EMBER_CASE(clamp)
+#undef EMBER_CASE
+  }
+}
+
+template <typename Fn>
+void dispatch_binary_op(BinaryOp op, Fn&& fn) {
+  switch (op) {
+#define EMBER_CASE(name) case BinaryOp::name: return fn(constant<BinaryOp::name>{});
+    EMBER_CASE(add) EMBER_CASE(sub) EMBER_CASE(mul) EMBER_CASE(div) EMBER_CASE(pow) EMBER_CASE(maximum)
+    EMBER_CASE(minimum) EMBER_CASE(eq) EMBER_CASE(ne) EMBER_CASE(lt) EMBER_CASE(le) EMBER_CASE(gt)
+    EMBER_CASE(ge) EMBER_CASE(logical_and) EMBER_CASE(logical_or) EMBER_CASE(relu_backward)
+    EMBER_CASE(gelu_backward) EMBER_CASE(tanh_backward) EMBER_CASE(sigmoid_backward)
+#undef EMBER_CASE
+  }
+}
+
+template <typename T>
+inline constexpr bool is_float_v = std::is_floating_point_v<T>;
+
+// An op parameter (clamp bound, pow exponent) in the element type. NOTE: casting ±inf (an absent clamp
+// bound) or any out-of-range double to an integer is undefined behaviour: saturate instead.
+template <typename T>
+T param_cast(double v) {
+  if constexpr (std::is_integral_v<T>) {
+    using L = std::numeric_limits<T>;
+    if (v != v) return T(0);
+    if (v <= static_cast<double>(L::lowest())) return L::lowest();
+    if (v >= static_cast<double>(L::max())) return L::max();
+  }
+  return static_cast<T>(v);
+}
+
+template <typename Fn>
+void dispatch_optimizer_op(OptimizerOp op, Fn&& fn) {
+  switch (op) {
+    case OptimizerOp::sgd: return fn(constant<OptimizerOp::sgd>{});
+    case OptimizerOp::adam: return fn(constant<OptimizerOp::adam>{});
+    case OptimizerOp::rmsprop: return fn(constant<OptimizerOp::rmsprop>{});
+  }
+}
+
+template <typename Fn>
+void dispatch_random_op(RandomOp op, Fn&& fn) {
+  switch (op) {
+    case RandomOp::uniform: return fn(constant<RandomOp::uniform>{});
+    case RandomOp::normal: return fn(constant<RandomOp::normal>{});
+    case RandomOp::bernoulli: return fn(constant<RandomOp::bernoulli>{});
+  }
+}
+
+template <typename Fn>
+void dispatch_reduce_op(ReduceOp op, Fn&& fn) {
+  switch (op) {
+    case ReduceOp::sum: return fn(constant<ReduceOp::sum>{});
+    case ReduceOp::mean: return fn(constant<ReduceOp::mean>{});
+    case ReduceOp::max: return fn(constant<ReduceOp::max>{});
+    case ReduceOp::min: return fn(constant<ReduceOp::min>{});
   }
 }
 

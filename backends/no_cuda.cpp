@@ -16,5 +16,12 @@ GpuInfo gpu_info(int index) {
   detail::throw_error("gpu_info(", index, "): ", unavailable_reason());
 }
 std::string versions() { return {}; }
+void set_device(int device) { detail::throw_error("set_device(", device, "): ", unavailable_reason()); }
+
+namespace {
+bool g_deterministic = false;  // kept so a program sets it the same way on every build
+}  // namespace
+void set_deterministic(bool on) { g_deterministic = on; }
+bool deterministic() { return g_deterministic; }
 
 }  // namespace ember::cuda

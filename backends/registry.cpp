@@ -7,19 +7,15 @@
 #include "backends/log.h"
 
 namespace ember {
+
+#if defined(EMBER_WITH_CUDA)
+namespace cuda {
+Backend& backend_instance();  // backends/cuda/cuda_backend.cpp
+}  // namespace cuda
+#endif
+
 namespace {
-
-// The CUDA backend's kernels are not part of this version yet (only device queries are), so a GPU that
-// the driver reports still cannot run tensors; this says so everywhere a device is chosen.
-constexpr bool kCudaKernelsBuilt = false;
-constexpr const char* kNoCudaKernels =
-    "this version of Ember has no CUDA kernels yet (only GPU queries: ember-devices); use --device cpu";
-
-std::string cuda_unusable_reason() {
-  if (!cuda::is_available()) return cuda::unavailable_reason();
-  return kCudaKernelsBuilt ? std::string() : kNoCudaKernels;
-}
-
+std::string cuda_unusable_reason() { return cuda::is_available() ? std::string() : cuda::unavailable_reason(); }
 }  // namespace
 
 std::string Device::str() const { return is_cpu() ? "cpu" : "cuda:" + std::to_string(index); }
@@ -43,7 +39,6 @@ Device Device::parse(std::string_view text) {
                   "device '", text, "' is not a device; expected cpu, cuda, cuda:N (N >= 0) or auto");
     }
     EMBER_CHECK(cuda::is_available(), "device '", text, "' requested, but ", cuda::unavailable_reason());
-    EMBER_CHECK(kCudaKernelsBuilt, "device '", text, "' requested, but ", kNoCudaKernels);
     EMBER_CHECK(index < cuda::device_count(), "device '", text, "' requested, but this machine has ",
                 cuda::device_count(), " GPU(s): valid indices are 0..", cuda::device_count() - 1);
     return Device(DeviceType::CUDA, index);
@@ -60,8 +55,25 @@ void set_backend_override(DeviceType type, Backend* b) { g_override[static_cast<
 Backend& backend(Device device) {
   if (Backend* b = g_override[static_cast<int>(device.type)]) [[unlikely]] return *b;
   if (device.is_cpu()) return cpu::cpu_backend();
+#if defined(EMBER_WITH_CUDA)
+  if (cuda::is_available()) return cuda::backend_instance();
+#endif
   detail::throw_error("device ", device.str(), ": ", cuda_unusable_reason());
 }
+
+// --- ember::cuda's device API, for both builds: through backend(), so an override serves it in tests ---
+namespace cuda {
+namespace {
+Backend& gpu(int device) { return backend(Device(DeviceType::CUDA, device)); }
+}  // namespace
+size_t memory_allocated(int device) { return gpu(device).memory_stats(device).allocated; }
+size_t max_memory_allocated(int device) { return gpu(device).memory_stats(device).peak_allocated; }
+size_t memory_reserved(int device) { return gpu(device).memory_stats(device).reserved; }
+void reset_peak_memory_stats(int device) { gpu(device).reset_peak_memory_stats(device); }
+void empty_cache(int device) { gpu(device).empty_cache(device); }
+void synchronize(int device) { gpu(device).synchronize(device); }
+std::string device_name(int device) { return gpu_info(device).name; }
+}  // namespace cuda
 
 // Defaults of the fused ops: a backend that lacks one says so.
 namespace {

@@ -3,21 +3,38 @@
 
 namespace ember::raw {
 
-Tensor empty(const Shape& shape, DType dtype, Device device) {
-  // NOTE: the byte count must not wrap around: a wrapped product would allocate a tiny buffer for a huge
-  // tensor, and the first write would run off its end.
+namespace {
+
+// NOTE: the byte count must not wrap around: a wrapped product would allocate a tiny buffer for a huge
+// tensor, and the first write would run off its end.
+size_t checked_bytes(const Shape& shape, DType dtype) {
   int64_t bytes = static_cast<int64_t>(dtype_size(dtype));
   for (int64_t s : shape) {
     EMBER_CHECK(s >= 0, "empty: negative size in shape ", shape);
     EMBER_CHECK(!__builtin_mul_overflow(bytes, s, &bytes), "empty: a tensor of shape ", shape, " and dtype ",
                 dtype_name(dtype), " needs more than 2^63 bytes; check the shape");
   }
+  return static_cast<size_t>(bytes);
+}
+
+Tensor on_storage(std::shared_ptr<Storage> storage, const Shape& shape, DType dtype) {
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(static_cast<size_t>(bytes), device);
+  impl->storage = std::move(storage);
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;
   return Tensor(std::move(impl));
+}
+
+}  // namespace
+
+Tensor empty(const Shape& shape, DType dtype, Device device) {
+  return on_storage(std::make_shared<Storage>(checked_bytes(shape, dtype), device), shape, dtype);
+}
+
+Tensor empty_pinned(const Shape& shape, DType dtype) {
+  Backend& gpu = backend(Device(DeviceType::CUDA, 0));  // throws, with the reason, where CUDA is unusable
+  return on_storage(std::make_shared<Storage>(checked_bytes(shape, dtype), kCPU, gpu, kPinnedHostIndex), shape, dtype);
 }
 
 Tensor clone(const Tensor& t) {

@@ -75,5 +75,7 @@ void random_(const Tensor& t, RandomOp op, double a, double b, Generator* gen);
 
 // A new contiguous tensor, uninitialised.
 Tensor empty(const Shape& shape, DType dtype, Device device);
+// A new contiguous CPU tensor in page-locked memory (its copies to a GPU are asynchronous). Needs CUDA.
+Tensor empty_pinned(const Shape& shape, DType dtype);
 
 }  // namespace ember::raw

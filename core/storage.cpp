@@ -6,13 +6,16 @@
 
 namespace ember {
 
-Storage::Storage(size_t bytes, Device device) : bytes_(bytes), device_(device) {
-  backend_ = &backend(device);  // even for 0 bytes: a device this build cannot serve fails here
-  if (bytes > 0) data_ = backend_->allocate(bytes, device.index);
+Storage::Storage(size_t bytes, Device device)
+    : Storage(bytes, device, backend(device), device.index) {}  // even for 0 bytes: an unusable device fails here
+
+Storage::Storage(size_t bytes, Device device, Backend& allocator, int allocator_index)
+    : bytes_(bytes), device_(device), backend_(&allocator), allocator_index_(allocator_index) {
+  if (bytes > 0) data_ = backend_->allocate(bytes, allocator_index);
 }
 
 Storage::~Storage() {
-  if (data_ != nullptr) backend_->deallocate(data_, bytes_, device_.index);
+  if (data_ != nullptr) backend_->deallocate(data_, bytes_, allocator_index_);
 }
 
 Generator& default_generator() {

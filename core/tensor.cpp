@@ -31,11 +31,22 @@ void* Tensor::data_ptr() const {
   return static_cast<char*>(i.storage->data()) + i.offset * static_cast<int64_t>(dtype_size(i.dtype));
 }
 
+Tensor Tensor::pin_memory() const {
+  EMBER_CHECK(device().is_cpu(), "pin_memory: the tensor is on ", device(), "; only CPU tensors can be pinned");
+  if (is_pinned()) return *this;
+  Tensor out = raw::empty_pinned(shape(), dtype());
+  raw::copy_(out, *this);
+  return out;
+}
+
+bool Tensor::is_pinned() const { return impl().storage->pinned(); }
+
 TensorArg Tensor::arg() const {
   const TensorImpl& i = impl();
   TensorArg a;
   a.data = data_ptr();
   a.dtype = i.dtype;
+  a.device_index = i.storage->device().index;
   a.ndim = i.shape.size();
   for (int d = 0; d < a.ndim; ++d) {
     a.shape[d] = i.shape[d];

@@ -81,6 +81,9 @@ class Tensor {
   Tensor clone() const;        // always a contiguous copy
   Tensor to(Device device) const;  // this tensor if already there
   Tensor to(DType dtype) const;    // this tensor if already that dtype
+  // A copy in page-locked host memory (CPU tensors; needs CUDA): its .to(cuda) does not wait for the GPU.
+  Tensor pin_memory() const;
+  bool is_pinned() const;
 
   // --- views (share storage) ------------------------------------------------------------------------
   // reshape: a view when the strides allow it, else a copy. view: always a view, throws otherwise.

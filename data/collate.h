@@ -22,11 +22,9 @@ struct Batch {
 // `shape` and `dtype` whose memory the CPU writes (checked: the batch fails with a clear error
 // otherwise). Called concurrently from worker threads, so it must be thread-safe.
 //
-// The CUDA hook: the default allocates from Ember's CPU caching allocator. For a CUDA training device, the
-// CUDA backend will supply an allocator that returns page-locked (pinned) host tensors — a cudaHostAlloc'd
-// caching pool, exposed as a host-addressable Storage — so that `batch.input.to(cuda)` becomes a
-// cudaMemcpyAsync on the device's stream that overlaps the previous step's compute. Nothing in data/
-// changes: the loader only needs host-writable, contiguous memory.
+// The default allocates from Ember's CPU caching allocator. For a CUDA run, DataLoaderOptions::pin_memory
+// makes it page-locked host memory (the CUDA backend's pinned pool), so that `batch.input.to(cuda)` is a
+// cudaMemcpyAsync on the device's stream that overlaps the previous step's compute.
 using BatchAllocator = std::function<Tensor(const Shape& shape, DType dtype)>;
 
 // Per-thread scratch memory, reused from batch to batch.

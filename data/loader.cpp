@@ -4,10 +4,20 @@
 #include <cstdio>
 #include <numeric>
 
+#include "backends/cuda_info.h"
+#include "core/raw.h"
 #include "data/prefetch.h"
 #include "data/random.h"
 
 namespace ember::data {
+namespace {
+
+BatchAllocator batch_allocator(const DataLoaderOptions& o) {
+  if (o.allocator || !o.pin_memory || !cuda::is_available()) return o.allocator;
+  return [](const Shape& shape, DType dtype) { return raw::empty_pinned(shape, dtype); };
+}
+
+}  // namespace
 
 // What every batch of one epoch is built from. Shared read-only with the workers.
 struct DataLoader::Epoch {
@@ -37,7 +47,7 @@ LoaderState LoaderState::parse(const std::string& text) {
 DataLoader::DataLoader(DatasetPtr dataset, DataLoaderOptions options)
     : dataset_(std::move(dataset)),
       options_(std::move(options)),
-      collator_(dataset_, options_.transforms, options_.allocator),
+      collator_(dataset_, options_.transforms, batch_allocator(options_)),
       gen_(options_.seed) {
   EMBER_CHECK(options_.batch_size >= 1, "DataLoader: batch_size is ", options_.batch_size, "; it must be >= 1");
   EMBER_CHECK(options_.num_workers >= 0, "DataLoader: num_workers is ", options_.num_workers,

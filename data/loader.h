@@ -42,7 +42,10 @@ struct DataLoaderOptions {
   bool drop_last = false;  // drop the last batch of an epoch when it is smaller than batch_size
   int prefetch = 2;        // batches each worker may have ready ahead of the loop
   std::vector<AnyTransform> transforms{};  // applied per example, in order (data/transforms.h)
-  BatchAllocator allocator{};            // null: Ember's CPU caching allocator (see collate.h: CUDA hook)
+  BatchAllocator allocator{};            // null: Ember's CPU caching allocator, or pinned memory (below)
+  // Batches in page-locked memory, so that batch.input.to(cuda) does not wait for the GPU (PyTorch's
+  // pin_memory). Used when `allocator` is null and CUDA is usable; ignored otherwise.
+  bool pin_memory = false;
 };
 
 // Where a loader stands: the next `for` yields batches `batch`, `batch`+1, ... of epoch `epoch`, whose

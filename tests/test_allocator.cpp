@@ -9,11 +9,11 @@
 
 #include <ember/ember.h>
 
-#include "backends/cpu/allocator.h"
+#include "backends/caching_allocator.h"
 #include "test_helpers.h"
 
 using namespace ember;
-using ember::cpu::CachingAllocator;
+using ember::CachingAllocator;
 using ember::test::throws_error;
 
 namespace {
@@ -188,7 +188,7 @@ TEST(Allocator, OutOfMemoryMessage) {
   alloc.deallocate(alloc.allocate(5000), 5000);  // cached: reserved > allocated
   const size_t huge = size_t{1} << 40;
   EXPECT_TRUE(throws_error([&] { alloc.allocate(huge); },
-                           {"cpu: out of memory", "1099511627776 bytes", "1024 bytes allocated", "reserved",
+                           {"cpu: out of memory", "1099511627776 bytes", "(1024 bytes) allocated", "reserved",
                             "lower the batch size"}));
   const MemoryStats s = alloc.stats();  // a failed request changes nothing
   EXPECT_EQ(s.allocated, 1024u);
@@ -196,6 +196,20 @@ TEST(Allocator, OutOfMemoryMessage) {
   // Requests near the top of size_t must fail cleanly too (rounding must not wrap around).
   EXPECT_TRUE(throws_error([&] { alloc.allocate(~size_t{0} - 10); }, {"cpu: out of memory"}));
   alloc.deallocate(live, 1000);
+}
+
+// The CUDA backend's allocator is this class over cudaMalloc: its message names the GPU and its capacity.
+TEST(Allocator, OutOfMemoryMessageNamesTheDevice) {
+  CachingAllocator::SystemAllocator system = FakeSystem::reset(1 << 20);
+  system.device = "cuda:1";
+  system.total_memory = size_t{80} << 30;
+  CachingAllocator alloc(system);
+  void* live = alloc.allocate(size_t{1} << 19);
+  EXPECT_TRUE(throws_error([&] { alloc.allocate(size_t{3} << 19); },
+                           {"cuda:1: out of memory allocating 1.50 MiB (1572864 bytes)",
+                            "512.00 KiB (524288 bytes) allocated by Ember tensors", "device total 80.00 GiB",
+                            "cache released and retried", "lower the batch size"}));
+  alloc.deallocate(live, size_t{1} << 19);
 }
 
 TEST(Allocator, ThreadsShareOneAllocator) {

@@ -2,7 +2,7 @@
 // The CPU backend: OpenMP loops over the shared functors of backends/kernels.h, OpenBLAS GEMM, and a
 // caching allocator. It is the reference every other backend is checked against.
 #include "backends/backend.h"
-#include "backends/cpu/allocator.h"
+#include "backends/caching_allocator.h"
 
 namespace ember::cpu {
 

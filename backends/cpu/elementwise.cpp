@@ -9,47 +9,10 @@
 namespace ember::cpu {
 namespace {
 
-template <auto V> using constant = std::integral_constant<decltype(V), V>;
-
-// Calls fn(constant<op>) — turns a runtime enum into a template argument.
-template <typename Fn>
-void dispatch_unary_op(UnaryOp op, Fn&& fn) {
-  switch (op) {
-#define EMBER_CASE(name) case UnaryOp::name: return fn(constant<UnaryOp::name>{});
-    EMBER_CASE(neg) EMBER_CASE(abs) EMBER_CASE(sign) EMBER_CASE(exp) EMBER_CASE(log) EMBER_CASE(sqrt)
-    EMBER_CASE(rsqrt) EMBER_CASE(tanh) EMBER_CASE(sigmoid) EMBER_CASE(relu) EMBER_CASE(gelu)
-    EMBER_CASE(square) EMBER_CASE(reciprocal) EMBER_CASE(pow_scalar) EMBER_CASE(clamp)
-#undef EMBER_CASE
-  }
-}
-
-template <typename Fn>
-void dispatch_binary_op(BinaryOp op, Fn&& fn) {
-  switch (op) {
-#define EMBER_CASE(name) case BinaryOp::name: return fn(constant<BinaryOp::name>{});
-    EMBER_CASE(add) EMBER_CASE(sub) EMBER_CASE(mul) EMBER_CASE(div) EMBER_CASE(pow) EMBER_CASE(maximum)
-    EMBER_CASE(minimum) EMBER_CASE(eq) EMBER_CASE(ne) EMBER_CASE(lt) EMBER_CASE(le) EMBER_CASE(gt)
-    EMBER_CASE(ge) EMBER_CASE(logical_and) EMBER_CASE(logical_or) EMBER_CASE(relu_backward)
-    EMBER_CASE(gelu_backward) EMBER_CASE(tanh_backward) EMBER_CASE(sigmoid_backward)
-#undef EMBER_CASE
-  }
-}
-
-template <typename T>
-constexpr bool is_float_v = std::is_floating_point_v<T>;
-
-// An op parameter (clamp bound, pow exponent) in the element type. NOTE: casting ±inf (an absent clamp
-// bound) or any out-of-range double to an integer is undefined behaviour: saturate instead.
-template <typename T>
-T param_cast(double v) {
-  if constexpr (std::is_integral_v<T>) {
-    using L = std::numeric_limits<T>;
-    if (v != v) return T(0);
-    if (v <= static_cast<double>(L::lowest())) return L::lowest();
-    if (v >= static_cast<double>(L::max())) return L::max();
-  }
-  return static_cast<T>(v);
-}
+using kernels::dispatch_binary_op;
+using kernels::dispatch_unary_op;
+using kernels::is_float_v;
+using kernels::param_cast;
 
 template <typename Out, typename In, typename F>
 void unary_loop(const TensorArg& in, const TensorArg& out, F f) {

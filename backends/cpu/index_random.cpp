@@ -59,11 +59,7 @@ void CpuBackend::random(RandomOp op, const TensorArg& out, uint64_t seed, uint64
         for (int64_t i = begin; i < end; ++i) o[i] = kernels::random_element<kOp, T>(seed, offset + i, a, b);
       });
     };
-    switch (op) {
-      case RandomOp::uniform: return run(std::integral_constant<RandomOp, RandomOp::uniform>{});
-      case RandomOp::normal: return run(std::integral_constant<RandomOp, RandomOp::normal>{});
-      case RandomOp::bernoulli: return run(std::integral_constant<RandomOp, RandomOp::bernoulli>{});
-    }
+    kernels::dispatch_random_op(op, run);
   });
 }
 

@@ -29,11 +29,7 @@ void CpuBackend::optimizer_step(OptimizerOp op, const OptimizerParams& p, const 
         for (int64_t i = begin; i < end; ++i) local.template apply<kOp>(i, pw, pg, p0, p1, p2);
       });
     };
-    switch (op) {
-      case OptimizerOp::sgd: return run(std::integral_constant<OptimizerOp, OptimizerOp::sgd>{});
-      case OptimizerOp::adam: return run(std::integral_constant<OptimizerOp, OptimizerOp::adam>{});
-      case OptimizerOp::rmsprop: return run(std::integral_constant<OptimizerOp, OptimizerOp::rmsprop>{});
-    }
+    kernels::dispatch_optimizer_op(op, run);
   });
 }
 

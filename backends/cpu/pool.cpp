@@ -5,25 +5,13 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/parallel.h"
 #include "backends/kernels.h"
+#include "backends/nn_math.h"
 
 namespace ember::cpu {
 namespace {
 
-struct Window {
-  int64_t h0, h1, w0, w1;  // clipped to the input
-  int64_t divisor;         // avg: the count PyTorch divides by
-};
-
-inline Window window(const Pool2dParams& p, int64_t H, int64_t W, int64_t oh, int64_t ow) {
-  int64_t h0 = oh * p.stride[0] - p.padding[0], w0 = ow * p.stride[1] - p.padding[1];
-  int64_t h1 = std::min(h0 + p.kernel[0], H + p.padding[0]), w1 = std::min(w0 + p.kernel[1], W + p.padding[1]);
-  const int64_t padded = (h1 - h0) * (w1 - w0);
-  h0 = std::max<int64_t>(h0, 0);
-  w0 = std::max<int64_t>(w0, 0);
-  h1 = std::min(h1, H);
-  w1 = std::min(w1, W);
-  return {h0, h1, w0, w1, p.count_include_pad ? padded : (h1 - h0) * (w1 - w0)};
-}
+using Window = nn_math::PoolWindow;
+constexpr auto window = nn_math::pool_window;
 
 // The common 2×2, stride 2, unpadded max pool as a straight, branch-free loop (selects instead of jumps:
 // on real activations the comparisons are unpredictable). Scan order and NaN rule as the general path.

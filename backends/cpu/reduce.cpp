@@ -11,48 +11,6 @@
 namespace ember::cpu {
 namespace {
 
-struct ReductionPlan {
-  TensorArg reduced;  // the reduced dims of the input, data = element 0 of the first output's slice
-  int kept_ndim = 0;
-  int64_t kept_shape[kMaxDims] = {};
-  int64_t in_kept_strides[kMaxDims] = {};   // elements
-  int64_t out_kept_strides[kMaxDims] = {};  // elements
-  int64_t num_outputs = 1;
-
-  ReductionPlan(const TensorArg& in, const TensorArg& out) {
-    EMBER_CHECK(in.ndim == out.ndim, "reduce: output must have the input's rank (keepdim form)");
-    reduced.data = in.data;
-    reduced.dtype = in.dtype;
-    for (int d = 0; d < in.ndim; ++d) {
-      if (out.shape[d] == in.shape[d]) {
-        if (in.shape[d] == 1) continue;
-        kept_shape[kept_ndim] = in.shape[d];
-        in_kept_strides[kept_ndim] = in.strides[d];
-        out_kept_strides[kept_ndim] = out.strides[d];
-        ++kept_ndim;
-        num_outputs *= in.shape[d];
-      } else {
-        EMBER_CHECK(out.shape[d] == 1, "reduce: output dim ", d, " is ", out.shape[d], ", expected 1 or ", in.shape[d]);
-        reduced.shape[reduced.ndim] = in.shape[d];
-        reduced.strides[reduced.ndim] = in.strides[d];
-        ++reduced.ndim;
-      }
-    }
-  }
-
-  // Element offsets (input, output) of output number o (row-major over the kept dims).
-  void offsets(int64_t o, int64_t& in_off, int64_t& out_off) const {
-    in_off = 0;
-    out_off = 0;
-    for (int d = kept_ndim - 1; d >= 0; --d) {
-      const int64_t i = o % kept_shape[d];
-      o /= kept_shape[d];
-      in_off += i * in_kept_strides[d];
-      out_off += i * out_kept_strides[d];
-    }
-  }
-};
-
 // Reduces elements [begin, end) (linear, row-major) of the reduced sub-view starting at `base`.
 template <ReduceOp op, typename T, typename Acc>
 Acc reduce_range(StridedOperands<1> ops, char* base, int64_t begin, int64_t end) {
@@ -138,12 +96,7 @@ void CpuBackend::reduce(ReduceOp op, const TensorArg& in, const TensorArg& out) 
     if constexpr (std::is_same_v<T, bool>) {
       detail::throw_error("reduce: not defined for bool tensors; convert with .to(DType::i64)");
     } else {
-      switch (op) {
-        case ReduceOp::sum: return reduce_impl<ReduceOp::sum, T>(in, out);
-        case ReduceOp::mean: return reduce_impl<ReduceOp::mean, T>(in, out);
-        case ReduceOp::max: return reduce_impl<ReduceOp::max, T>(in, out);
-        case ReduceOp::min: return reduce_impl<ReduceOp::min, T>(in, out);
-      }
+      kernels::dispatch_reduce_op(op, [&](auto op_c) { reduce_impl<decltype(op_c)::value, T>(in, out); });
     }
   });
 }

@@ -1,69 +1,17 @@
 #pragma once
-// Iteration over N operands that share a shape but not strides (the CPU analogue of PyTorch's
-// TensorIterator): dims of size 1 are dropped, dims that are contiguous in every operand are merged, and
-// the body is called once per run of the innermost dim with byte pointers and byte strides, so it can
-// take a contiguous fast path that the compiler vectorises.
+// CPU iteration over StridedOperands (backends/strided.h): the body is called once per run of the
+// innermost dim with byte pointers and byte strides, so it can take a contiguous fast path that the
+// compiler vectorises.
 #include <array>
 #include <cstdint>
 
 #include "backends/backend.h"
+#include "backends/strided.h"
 #include "backends/cpu/parallel.h"
 
 namespace ember::cpu {
 
-template <int N>
-struct StridedOperands {
-  int ndim = 0;
-  int64_t shape[kMaxDims] = {};
-  int64_t strides[N][kMaxDims] = {};  // bytes
-  char* base[N] = {};
-
-  // All TensorArgs must have the same shape (the caller has expanded inputs).
-  explicit StridedOperands(const std::array<const TensorArg*, N>& args) {
-    const TensorArg& first = *args[0];
-    for (int d = 0; d < first.ndim; ++d) {
-      if (first.shape[d] == 1) continue;  // size-1 dims never move the pointers
-      shape[ndim] = first.shape[d];
-      for (int k = 0; k < N; ++k)
-        strides[k][ndim] = args[k]->strides[d] * static_cast<int64_t>(dtype_size(args[k]->dtype));
-      ++ndim;
-    }
-    for (int k = 0; k < N; ++k) base[k] = static_cast<char*>(args[k]->data);
-    coalesce();
-    if (ndim == 0) {  // a single element: one run of length 1
-      ndim = 1;
-      shape[0] = 1;
-      for (int k = 0; k < N; ++k) strides[k][0] = 0;
-    }
-  }
-
-  int64_t numel() const {
-    int64_t n = 1;
-    for (int d = 0; d < ndim; ++d) n *= shape[d];
-    return n;
-  }
-
- private:
-  // Merge dim d into d+1 when, for every operand, stepping d equals stepping d+1 shape[d+1] times.
-  void coalesce() {
-    if (ndim <= 1) return;
-    int out = 0;
-    for (int d = 1; d < ndim; ++d) {
-      bool mergeable = true;
-      for (int k = 0; k < N; ++k)
-        if (strides[k][out] != strides[k][d] * shape[d]) mergeable = false;
-      if (mergeable) {
-        shape[out] *= shape[d];
-        for (int k = 0; k < N; ++k) strides[k][out] = strides[k][d];
-      } else {
-        ++out;
-        shape[out] = shape[d];
-        for (int k = 0; k < N; ++k) strides[k][out] = strides[k][d];
-      }
-    }
-    ndim = out + 1;
-  }
-};
+using ember::StridedOperands;
 
 // Calls body(char* ptrs[N], const int64_t inner_strides[N], int64_t count) for every run of the innermost
 // dim, covering linear element range [begin, end).

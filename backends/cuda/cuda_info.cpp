@@ -1,6 +1,7 @@
 // CUDA device queries through the runtime API. Plain C++ (no kernels): compiled with the host compiler
 // and linked against cudart, so a CUDA build still runs on a machine without a GPU or driver.
 #include <cuda_runtime_api.h>
+#include <cublas_api.h>
 #include <cudnn.h>
 
 #include <string>
@@ -67,11 +68,11 @@ std::string versions() {
   cudaDriverGetVersion(&driver);
   cudaRuntimeGetVersion(&runtime);
   const auto v = [](int x) { return std::to_string(x / 1000) + "." + std::to_string(x % 1000 / 10); };
-  // The cuDNN this build was compiled against (the backend's cuDNN calls come with the CUDA kernels; until
-  // then the library is not linked, so a CUDA build starts where cuDNN is absent).
-  const size_t cudnn = CUDNN_VERSION;  // e.g. 91300 = 9.13.0
-  return "driver " + (driver == 0 ? std::string("none") : v(driver)) + ", runtime " + v(runtime) + ", cuDNN " +
-         std::to_string(cudnn / 10000) + "." + std::to_string(cudnn % 10000 / 100) + "." + std::to_string(cudnn % 100) + " (build)";
+  const auto v3 = [](size_t x) {  // cuDNN's encoding: 91300 = 9.13.0
+    return std::to_string(x / 10000) + "." + std::to_string(x % 10000 / 100) + "." + std::to_string(x % 100);
+  };
+  return "driver " + (driver == 0 ? std::string("none") : v(driver)) + ", runtime " + v(runtime) + ", cuBLAS " +
+         v3(CUBLAS_VERSION) + ", cuDNN " + v3(cudnnGetVersion());
 }
 bool is_available() { return probe().count > 0; }
 int device_count() { return probe().count; }

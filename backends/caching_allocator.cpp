@@ -1,11 +1,13 @@
-#include "backends/cpu/allocator.h"
+#include "backends/caching_allocator.h"
 
 #include <bit>
+#include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "backends/error.h"
 
-namespace ember::cpu {
+namespace ember {
 namespace {
 
 constexpr size_t kAlignment = 64;
@@ -15,6 +17,21 @@ constexpr int kSubClasses = 4;                           // per power of two abo
 
 void* system_allocate(size_t bytes) { return std::aligned_alloc(kAlignment, bytes); }
 void system_deallocate(void* ptr) { std::free(ptr); }
+
+// "1.50 GiB (1610612736 bytes)"
+std::string bytes_str(size_t bytes) {
+  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  if (u == 0) return std::to_string(bytes) + " bytes";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f %s", v, units[u]);
+  return std::string(buf) + " (" + std::to_string(bytes) + " bytes)";
+}
 
 }  // namespace
 
@@ -40,12 +57,20 @@ CachingAllocator::CachingAllocator(SystemAllocator system) : system_(system), fr
 
 CachingAllocator::~CachingAllocator() { release_cached_locked(); }
 
+std::string CachingAllocator::out_of_memory_message(size_t bytes, bool cache_released) const {
+  std::string m = system_.device + ": out of memory allocating " + bytes_str(bytes) + "; " +
+                  bytes_str(stats_.allocated) + " allocated by Ember tensors, " + bytes_str(stats_.reserved) +
+                  " reserved by Ember";
+  if (system_.total_memory != 0) m += ", device total " + bytes_str(system_.total_memory);
+  if (cache_released) m += " (cache released and retried)";
+  return m + "; " + system_.advice;
+}
+
 void* CachingAllocator::allocate(size_t bytes) {
   std::lock_guard lock(mutex_);
   // NOTE: above this, size_class() would wrap around to a small size (and the class index run off the lists).
-  EMBER_CHECK(bytes <= (size_t{1} << 62), "cpu: out of memory allocating ", bytes, " bytes (", stats_.allocated,
-              " bytes allocated by Ember tensors, ", stats_.reserved, " reserved); the request is larger than any "
-              "machine's memory: check the tensor's shape");
+  EMBER_CHECK(bytes <= (size_t{1} << 62), out_of_memory_message(bytes, false),
+              " (the request is larger than any machine's memory: check the tensor's shape)");
   const size_t rounded = size_class(bytes);
   const int cls = class_index(rounded);
   void* ptr = nullptr;
@@ -59,9 +84,7 @@ void* CachingAllocator::allocate(size_t bytes) {
       release_cached_locked();
       ptr = system_.allocate(rounded);
     }
-    EMBER_CHECK(ptr != nullptr, "cpu: out of memory allocating ", bytes, " bytes (", stats_.allocated,
-                " bytes allocated by Ember tensors, ", stats_.reserved, " reserved, cache released); lower the "
-                "batch size or the model size");
+    EMBER_CHECK(ptr != nullptr, out_of_memory_message(bytes, true));
     stats_.reserved += rounded;
     ++stats_.device_allocs;
   }
@@ -115,4 +138,4 @@ void CachingAllocator::release_cached_locked() {
   }
 }
 
-}  // namespace ember::cpu
+}  // namespace ember

@@ -1,17 +1,21 @@
 #pragma once
-// A caching allocator for host memory. glibc's malloc maps and unmaps every multi-MB buffer, which costs
-// ~500k page faults per second in a conv loop (DESIGN.md, CPU facts); this one keeps freed blocks in
-// size-binned free lists and hands them out again. Blocks are 64-byte aligned (AVX-512 lines).
+// A caching allocator, one per device: freed blocks go to size-binned free lists and are handed out again,
+// so the system allocator (malloc, cudaMalloc) is called only on a cache miss. On the CPU, glibc's malloc
+// maps and unmaps every multi-MB buffer, which costs ~500k page faults per second in a conv loop (DESIGN.md,
+// CPU facts); on CUDA, cudaMalloc/cudaFree synchronise the device. CUDA uses one stream per device, so a
+// block freed by the host can be handed to the next op at once: that op runs after every op already queued
+// on the stream, including the last one that used the block (stream-ordered reuse, as PyTorch's allocator).
 //
 // Size classes: up to 512 B, multiples of 64; above, four classes per power of two (≤ 25% waste).
 // Thread-safe (one mutex; data loader workers allocate too).
 #include <cstddef>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "backends/backend.h"
 
-namespace ember::cpu {
+namespace ember {
 
 class CachingAllocator {
  public:
@@ -19,6 +23,9 @@ class CachingAllocator {
   struct SystemAllocator {
     void* (*allocate)(size_t bytes) = nullptr;  // returns nullptr when out of memory
     void (*deallocate)(void* ptr) = nullptr;
+    std::string device = "cpu";  // names the device in out-of-memory messages
+    size_t total_memory = 0;     // the device's capacity, for those messages (0: not stated)
+    std::string advice = "lower the batch size or the model size";  // what the message tells the user to do
   };
 
   CachingAllocator();
@@ -27,7 +34,8 @@ class CachingAllocator {
   CachingAllocator(const CachingAllocator&) = delete;
   CachingAllocator& operator=(const CachingAllocator&) = delete;
 
-  // Throws ember::Error when the system is out of memory even after the cache is released.
+  // Throws ember::Error when the system is out of memory even after the cache is released, with the size
+  // requested, what is allocated and reserved, the device total, and what to lower.
   void* allocate(size_t bytes);
   void deallocate(void* ptr, size_t bytes);  // `bytes` as passed to allocate
   MemoryStats stats() const;
@@ -39,6 +47,7 @@ class CachingAllocator {
 
  private:
   void release_cached_locked();
+  std::string out_of_memory_message(size_t bytes, bool cache_released) const;
 
   SystemAllocator system_;
   mutable std::mutex mutex_;
@@ -46,4 +55,4 @@ class CachingAllocator {
   MemoryStats stats_;
 };
 
-}  // namespace ember::cpu
+}  // namespace ember

@@ -1,0 +1,117 @@
+// copy (with dtype conversion), fill, unary, binary and where: the functors of backends/kernels.h in the
+// element-wise launchers of loops.cuh.
+#include <type_traits>
+
+#include "backends/cuda/loops.cuh"
+#include "backends/kernels.h"
+
+namespace ember::cuda {
+namespace {
+
+using kernels::is_float_v;
+
+template <typename To, typename From>
+struct CastOp {
+  __device__ void operator()(char** p) const {
+    *reinterpret_cast<To*>(p[0]) = static_cast<To>(*reinterpret_cast<const From*>(p[1]));
+  }
+};
+
+template <typename T>
+struct FillOp {
+  T value;
+  __device__ void operator()(char** p) const { *reinterpret_cast<T*>(p[0]) = value; }
+};
+
+template <typename Out, typename In, typename F>
+struct MapOp {
+  F f;
+  __device__ void operator()(char** p) const {
+    *reinterpret_cast<Out*>(p[0]) = f(*reinterpret_cast<const In*>(p[1]));
+  }
+};
+
+template <typename Out, typename In, typename F>
+struct ZipOp {
+  F f;
+  __device__ void operator()(char** p) const {
+    *reinterpret_cast<Out*>(p[0]) = f(*reinterpret_cast<const In*>(p[1]), *reinterpret_cast<const In*>(p[2]));
+  }
+};
+
+template <typename T>
+struct WhereOp {
+  __device__ void operator()(char** p) const {
+    *reinterpret_cast<T*>(p[0]) =
+        *reinterpret_cast<const bool*>(p[1]) ? *reinterpret_cast<const T*>(p[2]) : *reinterpret_cast<const T*>(p[3]);
+  }
+};
+
+}  // namespace
+
+void CudaBackend::copy(const TensorArg& src, const TensorArg& dst) {
+  const cudaStream_t stream = context(dst.device_index).stream;
+  dispatch_dtype(src.dtype, "copy", [&](auto from) {
+    dispatch_dtype(dst.dtype, "copy", [&](auto to) {
+      launch_elementwise<2>(stream, {&dst, &src}, CastOp<decltype(to), decltype(from)>{});
+    });
+  });
+}
+
+void CudaBackend::fill(const TensorArg& out, double value) {
+  const cudaStream_t stream = context(out.device_index).stream;
+  dispatch_dtype(out.dtype, "fill", [&](auto tag) {
+    using T = decltype(tag);
+    launch_elementwise<1>(stream, {&out}, FillOp<T>{static_cast<T>(value)});
+  });
+}
+
+void CudaBackend::unary(UnaryOp op, const TensorArg& in, const TensorArg& out, double alpha, double beta) {
+  EMBER_CHECK(in.dtype == out.dtype, "unary: input ", dtype_name(in.dtype), " and output ",
+              dtype_name(out.dtype), " differ");
+  const cudaStream_t stream = context(out.device_index).stream;
+  kernels::dispatch_unary_op(op, [&](auto op_c) {
+    constexpr UnaryOp kOp = decltype(op_c)::value;
+    dispatch_dtype(in.dtype, "unary", [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (std::is_same_v<T, bool> || (kernels::unary_needs_float(kOp) && !is_float_v<T>)) {
+        ember::detail::throw_error(op_name(kOp), ": not defined for dtype ", dtype_name(in.dtype),
+                            "; convert with .to(DType::f32)");
+      } else {
+        using F = kernels::UnaryFn<kOp, T>;
+        launch_elementwise<2>(stream, {&out, &in},
+                              MapOp<T, T, F>{F{kernels::param_cast<T>(alpha), kernels::param_cast<T>(beta)}});
+      }
+    });
+  });
+}
+
+void CudaBackend::binary(BinaryOp op, const TensorArg& a, const TensorArg& b, const TensorArg& out) {
+  EMBER_CHECK(a.dtype == b.dtype, "binary: inputs ", dtype_name(a.dtype), " and ", dtype_name(b.dtype), " differ");
+  const cudaStream_t stream = context(out.device_index).stream;
+  kernels::dispatch_binary_op(op, [&](auto op_c) {
+    constexpr BinaryOp kOp = decltype(op_c)::value;
+    dispatch_dtype(a.dtype, "binary", [&](auto tag) {
+      using T = decltype(tag);
+      constexpr bool arithmetic_on_bool = std::is_same_v<T, bool> && !is_comparison(kOp);
+      if constexpr (arithmetic_on_bool || (kernels::binary_needs_float(kOp) && !is_float_v<T>)) {
+        ember::detail::throw_error(op_name(kOp), ": not defined for dtype ", dtype_name(a.dtype));
+      } else {
+        using Out = std::conditional_t<is_comparison(kOp), bool, T>;
+        EMBER_CHECK(out.dtype == dtype_v<Out>, "binary: output dtype ", dtype_name(out.dtype), ", expected ",
+                    dtype_name(dtype_v<Out>));
+        launch_elementwise<3>(stream, {&out, &a, &b}, ZipOp<Out, T, kernels::BinaryFn<kOp, T>>{});
+      }
+    });
+  });
+}
+
+void CudaBackend::where(const TensorArg& cond, const TensorArg& a, const TensorArg& b, const TensorArg& out) {
+  EMBER_CHECK(cond.dtype == DType::b8, "where: condition must be bool, got ", dtype_name(cond.dtype));
+  const cudaStream_t stream = context(out.device_index).stream;
+  dispatch_dtype(out.dtype, "where", [&](auto tag) {
+    launch_elementwise<4>(stream, {&out, &cond, &a, &b}, WhereOp<decltype(tag)>{});
+  });
+}
+
+}  // namespace ember::cuda

@@ -1,0 +1,80 @@
+// gather / scatter_add, and Philox random numbers (the CPU's counter-based generator, element for element).
+#include "backends/cuda/loops.cuh"
+#include "backends/kernels.h"
+
+namespace ember::cuda {
+namespace {
+
+__device__ inline void atomic_add(float* a, float v) { atomicAdd(a, v); }
+__device__ inline void atomic_add(double* a, double v) { atomicAdd(a, v); }
+__device__ inline void atomic_add(int64_t* a, int64_t v) {  // two's complement: unsigned addition is the same
+  atomicAdd(reinterpret_cast<unsigned long long*>(a), static_cast<unsigned long long>(v));
+}
+__device__ inline void atomic_add(bool*, bool) {}  // rejected on the host
+
+// Operands: p[0] the iterated tensor (out for gather, in for scatter_add), p[1] the index, p[2] the other
+// tensor at position 0 of `dim` (its dim stride is pinned to 0; the index times `step` is added here).
+template <typename T, bool kGather>
+struct IndexElement {
+  int64_t limit, step;
+  int dim;
+  KernelError* error;
+  __device__ void operator()(char** p) const {
+    const int64_t idx = *reinterpret_cast<const int64_t*>(p[1]);
+    if (idx < 0 || idx >= limit) {
+      report_kernel_error(error, kGather ? KernelErrorCode::gather_index : KernelErrorCode::scatter_index, dim, idx,
+                          limit);
+      return;
+    }
+    T* addressed = reinterpret_cast<T*>(p[2]) + idx * step;
+    if constexpr (kGather) *reinterpret_cast<T*>(p[0]) = *addressed;
+    else atomic_add(addressed, *reinterpret_cast<const T*>(p[0]));
+  }
+};
+
+template <RandomOp op, typename T>
+struct RandomElement {
+  T* out;
+  uint64_t seed, offset;
+  double a, b;
+  __device__ void operator()(int64_t i) const { out[i] = kernels::random_element<op, T>(seed, offset + i, a, b); }
+};
+
+}  // namespace
+
+// scatter_add accumulates with atomics: with repeated indices the order of the additions, and so the last
+// bits of a float sum, can differ from run to run (as in PyTorch).
+void CudaBackend::index(IndexOp op, const TensorArg& in, const TensorArg& index, const TensorArg& out, int dim) {
+  EMBER_CHECK(index.dtype == DType::i64, "gather/scatter: index must be i64, got ", dtype_name(index.dtype));
+  EMBER_CHECK(in.dtype == out.dtype, "gather/scatter: input and output dtypes differ");
+  const bool gather = op == IndexOp::gather;
+  EMBER_CHECK(gather || in.dtype != DType::b8, "scatter_add: not defined for bool tensors on CUDA; convert with .to(DType::i64)");
+  DeviceContext& ctx = context(out.device_index);
+  const TensorArg& iterated = gather ? out : in;
+  const TensorArg& addressed = gather ? in : out;
+  TensorArg other = addressed;  // viewed with the iterated shape, `dim` pinned
+  other.ndim = iterated.ndim;
+  for (int d = 0; d < iterated.ndim; ++d) {
+    other.shape[d] = iterated.shape[d];
+    other.strides[d] = d == dim ? 0 : addressed.strides[d];
+  }
+  const int64_t limit = addressed.shape[dim], step = addressed.strides[dim];
+  dispatch_dtype(in.dtype, "gather", [&](auto tag) {
+    using T = decltype(tag);
+    if (gather) launch_elementwise<3>(ctx.stream, {&iterated, &index, &other}, IndexElement<T, true>{limit, step, dim, ctx.error});
+    else launch_elementwise<3>(ctx.stream, {&iterated, &index, &other}, IndexElement<T, false>{limit, step, dim, ctx.error});
+  });
+}
+
+void CudaBackend::random(RandomOp op, const TensorArg& out, uint64_t seed, uint64_t offset, double a, double b) {
+  EMBER_CHECK(out.is_contiguous(), "random: output must be contiguous");
+  DeviceContext& ctx = context(out.device_index);
+  dispatch_floating(out.dtype, "random", [&](auto tag) {
+    using T = decltype(tag);
+    kernels::dispatch_random_op(op, [&](auto op_c) {
+      launch_index(ctx.stream, out.numel(), RandomElement<decltype(op_c)::value, T>{out.ptr<T>(), seed, offset, a, b});
+    });
+  });
+}
+
+}  // namespace ember::cuda

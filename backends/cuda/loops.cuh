@@ -1,0 +1,110 @@
+#pragma once
+// Kernel launchers shared by the CUDA sources: element-wise loops over StridedOperands (the CPU's index
+// math), index loops, and a block reduction with a fixed combination order (deterministic results).
+#include <algorithm>
+#include <array>
+
+#include "backends/cuda/cuda_backend.h"
+#include "backends/strided.h"
+
+namespace ember::cuda {
+
+inline constexpr int kBlock = 256;  // threads per block of every launcher here (a power of two)
+
+// Blocks for a grid-stride loop over n items: enough to fill any GPU, few enough to amortise the index math.
+inline unsigned grid_for(int64_t n) {
+  return static_cast<unsigned>(std::clamp<int64_t>((n + kBlock - 1) / kBlock, 1, 65536));
+}
+
+#define EMBER_GRID_STRIDE_LOOP(i, n)                                                         \
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n);    \
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+
+template <int N>
+struct LinearOperands {
+  char* base[N];
+  int64_t step[N];  // bytes per element (0 for a broadcast scalar)
+};
+
+template <int N, typename F>
+__global__ void linear_kernel(LinearOperands<N> ops, int64_t n, F f) {
+  EMBER_GRID_STRIDE_LOOP(i, n) {
+    char* p[N];
+#pragma unroll
+    for (int k = 0; k < N; ++k) p[k] = ops.base[k] + i * ops.step[k];
+    f(p);
+  }
+}
+
+template <int N, typename F>
+__global__ void strided_kernel(StridedOperands<N> ops, int64_t n, F f) {
+  EMBER_GRID_STRIDE_LOOP(i, n) {
+    char* p[N];
+    ops.pointers(i, p);
+    f(p);
+  }
+}
+
+// Calls f(char* p[N]) on the device for every element of the operands (same shape; args[0] is the output
+// by convention). One flat dim after coalescing (contiguous, or a broadcast scalar) takes the kernel
+// without index division.
+template <int N, typename F>
+void launch_elementwise(cudaStream_t stream, const std::array<const TensorArg*, N>& args, F f) {
+  const StridedOperands<N> ops(args);
+  const int64_t n = ops.numel();
+  if (n == 0) return;
+  if (ops.ndim == 1) {
+    LinearOperands<N> lin;
+    for (int k = 0; k < N; ++k) {
+      lin.base[k] = ops.base[k];
+      lin.step[k] = ops.strides[k][0];
+    }
+    linear_kernel<N><<<grid_for(n), kBlock, 0, stream>>>(lin, n, f);
+  } else {
+    strided_kernel<N><<<grid_for(n), kBlock, 0, stream>>>(ops, n, f);
+  }
+  EMBER_CUDA_CHECK_LAUNCH();
+}
+
+template <typename F>
+__global__ void index_kernel(int64_t n, F f) {
+  EMBER_GRID_STRIDE_LOOP(i, n) f(i);
+}
+
+// Calls f(int64_t i) on the device for i in [0, n).
+template <typename F>
+void launch_index(cudaStream_t stream, int64_t n, F f) {
+  if (n == 0) return;
+  index_kernel<<<grid_for(n), kBlock, 0, stream>>>(n, f);
+  EMBER_CUDA_CHECK_LAUNCH();
+}
+
+// Combines one value per thread of a kBlock-thread block with f in a fixed tree order (so the result does
+// not depend on timing); every thread gets the result. All threads of the block must call it.
+template <typename Acc, typename F>
+__device__ Acc block_reduce(Acc v, F f) {
+  __shared__ Acc shared[kBlock];
+  shared[threadIdx.x] = v;
+  __syncthreads();
+  for (int width = kBlock / 2; width > 0; width >>= 1) {
+    if (static_cast<int>(threadIdx.x) < width) shared[threadIdx.x] = f(shared[threadIdx.x], shared[threadIdx.x + width]);
+    __syncthreads();
+  }
+  const Acc result = shared[0];
+  __syncthreads();  // the shared array may be reused by the caller's next block_reduce
+  return result;
+}
+
+// Records an error found by a kernel (the first one wins); see KernelError.
+__device__ inline void report_kernel_error(KernelError* e, KernelErrorCode code, int dim, long long value,
+                                           long long limit) {
+  if (atomicCAS(&e->claimed, 0, 1) == 0) {
+    e->dim = dim;
+    e->value = value;
+    e->limit = limit;
+    __threadfence_system();
+    *static_cast<volatile int*>(&e->code) = static_cast<int>(code);
+  }
+}
+
+}  // namespace ember::cuda

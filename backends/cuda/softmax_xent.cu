@@ -1,0 +1,188 @@
+// softmax / log_softmax over the rows of [M, D] and cross entropy with class indices, as
+// backends/cpu/softmax_xent.cpp: one kBlock-thread block per row, the row's max and sums through
+// block_reduce (fixed tree order: deterministic), sums of exponentials accumulated in double.
+// A target outside [0, C) other than ignore_index is reported through ctx.error (the backend raises it at
+// its next call) and its row's loss is 0, where the CPU throws at once.
+#include <algorithm>
+
+#include "backends/cuda/loops.cuh"
+#include "backends/nn_math.h"
+#include "backends/kernels.h"
+
+namespace ember::cuda {
+namespace {
+
+using kernels::m_exp;
+
+unsigned row_grid(int64_t rows) { return static_cast<unsigned>(std::clamp<int64_t>(rows, 1, 65536)); }
+
+// The log-sum-exp of one row, computed by the whole block (every thread gets it), as row_logsumexp.
+template <typename T>
+__device__ T block_logsumexp(const T* x, int64_t D) {
+  T m = T(-INFINITY);
+  for (int64_t j = threadIdx.x; j < D; j += kBlock) m = kernels::m_max(m, x[j]);
+  m = block_reduce(m, nn_math::MaxOp{});
+  if (isinf(m)) return m;  // all -inf (or +inf present): lse is m (uniform across the block)
+  double s = 0;
+  for (int64_t j = threadIdx.x; j < D; j += kBlock) s += m_exp(x[j] - m);
+  s = block_reduce(s, nn_math::SumOp{});
+  return m + static_cast<T>(::log(s));  // s >= 1 or NaN
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kBlock) softmax_kernel(const T* x, T* y, int64_t M, int64_t D, bool log) {
+  for (int64_t r = blockIdx.x; r < M; r += gridDim.x) {
+    const T* xr = x + r * D;
+    T* yr = y + r * D;
+    const T lse = block_logsumexp(xr, D);
+    for (int64_t j = threadIdx.x; j < D; j += kBlock) yr[j] = log ? xr[j] - lse : m_exp(xr[j] - lse);
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kBlock)
+    softmax_backward_kernel(const T* gy, const T* y, T* gx, int64_t M, int64_t D, bool log) {
+  for (int64_t r = blockIdx.x; r < M; r += gridDim.x) {
+    const T *g = gy + r * D, *yr = y + r * D;
+    T* out = gx + r * D;
+    double dot = 0;  // log: Σg; softmax: Σg·y
+    for (int64_t j = threadIdx.x; j < D; j += kBlock)
+      dot += log ? static_cast<double>(g[j]) : static_cast<double>(g[j]) * yr[j];
+    dot = block_reduce(dot, nn_math::SumOp{});
+    for (int64_t j = threadIdx.x; j < D; j += kBlock)
+      out[j] = log ? g[j] - m_exp(yr[j]) * static_cast<T>(dot) : yr[j] * (g[j] - static_cast<T>(dot));
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kBlock)
+    xent_forward_kernel(const T* logits, const int64_t* target, T* loss, T* lse, int64_t N, int64_t C,
+                        int64_t ignore_index, double eps, KernelError* error) {
+  for (int64_t n = blockIdx.x; n < N; n += gridDim.x) {
+    const T* x = logits + n * C;
+    const int64_t t = target[n];
+    const T l = block_logsumexp(x, C);
+    const bool valid = t != ignore_index && t >= 0 && t < C;
+    double s = 0;  // Σx for label smoothing
+    if (valid && eps != 0) {
+      for (int64_t j = threadIdx.x; j < C; j += kBlock) s += x[j];
+      s = block_reduce(s, nn_math::SumOp{});
+    }
+    if (threadIdx.x != 0) continue;
+    lse[n] = l;
+    if (t == ignore_index) {
+      loss[n] = 0;
+    } else if (!valid) {
+      report_kernel_error(error, KernelErrorCode::target_index, /*dim*/ 1, t, C);
+      loss[n] = 0;
+    } else {
+      double picked = (1.0 - eps) * x[t];
+      if (eps != 0) picked += eps / static_cast<double>(C) * s;
+      loss[n] = static_cast<T>(l - picked);
+    }
+  }
+}
+
+// grad_logits[n, j] = g·(softmax - smooth) - g·hit at the target; 0 on ignored (or invalid) rows.
+template <typename T>
+struct XentBackward {
+  const T *x, *lse, *grad_loss;
+  const int64_t* target;
+  T* gx;
+  int64_t C, ignore_index;
+  bool scalar_grad;  // grad_loss is 0-d: one value for every row
+  T smooth, hit;
+  __device__ void operator()(int64_t i) const {
+    const int64_t n = i / C, j = i - n * C, t = target[n];
+    if (t == ignore_index || t < 0 || t >= C) {
+      gx[i] = 0;
+      return;
+    }
+    const T g = grad_loss[scalar_grad ? 0 : n];
+    T v = g * (m_exp(x[i] - lse[n]) - smooth);
+    if (j == t) v -= g * hit;
+    gx[i] = v;
+  }
+};
+
+void check_same(const char* op, const TensorArg& a, const TensorArg& b) {
+  EMBER_CHECK(a.is_contiguous() && b.is_contiguous(), op, ": operands must be contiguous");
+  EMBER_CHECK(a.dtype == b.dtype && a.numel() == b.numel(), op, ": operands differ in dtype or size (",
+              dtype_name(a.dtype), " × ", a.numel(), ", ", dtype_name(b.dtype), " × ", b.numel(), ")");
+}
+
+int64_t last_dim(const TensorArg& x) { return x.ndim == 0 ? 1 : x.shape[x.ndim - 1]; }
+
+void check_xent(const char* op, const TensorArg& logits, const TensorArg& target, const TensorArg& per_row) {
+  EMBER_CHECK(logits.ndim == 2 && logits.is_contiguous(), op, ": logits must be a contiguous [N, C] tensor");
+  EMBER_CHECK(target.dtype == DType::i64 && target.is_contiguous() && target.numel() == logits.shape[0], op,
+              ": target must be a contiguous i64 tensor of ", logits.shape[0], " class indices");
+  EMBER_CHECK(per_row.dtype == logits.dtype && per_row.is_contiguous() && per_row.numel() == logits.shape[0], op,
+              ": loss and lse must be contiguous [N] tensors of the logits' dtype");
+}
+
+}  // namespace
+
+void CudaBackend::softmax_forward(const TensorArg& x, const TensorArg& y, bool log) {
+  DeviceContext& ctx = context(x.device_index);
+  check_same("softmax", x, y);
+  const int64_t D = last_dim(x), M = D == 0 ? 0 : x.numel() / D;
+  if (M == 0) return;
+  dispatch_floating(x.dtype, "softmax", [&](auto tag) {
+    using T = decltype(tag);
+    softmax_kernel<T><<<row_grid(M), kBlock, 0, ctx.stream>>>(x.ptr<T>(), y.ptr<T>(), M, D, log);
+    EMBER_CUDA_CHECK_LAUNCH();
+  });
+}
+
+void CudaBackend::softmax_backward(const TensorArg& grad_y, const TensorArg& y, const TensorArg& grad_x, bool log) {
+  DeviceContext& ctx = context(y.device_index);
+  check_same("softmax_backward", y, grad_y);
+  check_same("softmax_backward", y, grad_x);
+  const int64_t D = last_dim(y), M = D == 0 ? 0 : y.numel() / D;
+  if (M == 0) return;
+  dispatch_floating(y.dtype, "softmax_backward", [&](auto tag) {
+    using T = decltype(tag);
+    softmax_backward_kernel<T>
+        <<<row_grid(M), kBlock, 0, ctx.stream>>>(grad_y.ptr<T>(), y.ptr<T>(), grad_x.ptr<T>(), M, D, log);
+    EMBER_CUDA_CHECK_LAUNCH();
+  });
+}
+
+void CudaBackend::cross_entropy_forward(const TensorArg& logits, const TensorArg& target, const TensorArg& loss,
+                                        const TensorArg& lse, int64_t ignore_index, double label_smoothing) {
+  DeviceContext& ctx = context(logits.device_index);
+  check_xent("cross_entropy", logits, target, loss);
+  check_xent("cross_entropy", logits, target, lse);
+  const int64_t N = logits.shape[0], C = logits.shape[1];
+  if (N == 0) return;
+  dispatch_floating(logits.dtype, "cross_entropy", [&](auto tag) {
+    using T = decltype(tag);
+    xent_forward_kernel<T><<<row_grid(N), kBlock, 0, ctx.stream>>>(logits.ptr<T>(), target.ptr<int64_t>(),
+                                                                   loss.ptr<T>(), lse.ptr<T>(), N, C, ignore_index,
+                                                                   label_smoothing, ctx.error);
+    EMBER_CUDA_CHECK_LAUNCH();
+  });
+}
+
+void CudaBackend::cross_entropy_backward(const TensorArg& logits, const TensorArg& target, const TensorArg& lse,
+                                         const TensorArg& grad_loss, const TensorArg& grad_logits,
+                                         int64_t ignore_index, double label_smoothing) {
+  DeviceContext& ctx = context(logits.device_index);
+  check_xent("cross_entropy_backward", logits, target, lse);
+  check_same("cross_entropy_backward", logits, grad_logits);
+  const int64_t N = logits.shape[0], C = logits.shape[1];
+  const bool scalar_grad = grad_loss.ndim == 0;
+  EMBER_CHECK(grad_loss.dtype == logits.dtype && grad_loss.is_contiguous() && (scalar_grad || grad_loss.numel() == N),
+              "cross_entropy_backward: grad_loss must be 0-d or [", N, "] of the logits' dtype");
+  dispatch_floating(logits.dtype, "cross_entropy_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const T smooth = static_cast<T>(label_smoothing / static_cast<double>(C));
+    const T hit = static_cast<T>(1.0 - label_smoothing);
+    launch_index(ctx.stream, N * C,
+                 XentBackward<T>{logits.ptr<T>(), lse.ptr<T>(), grad_loss.ptr<T>(), target.ptr<int64_t>(),
+                                 grad_logits.ptr<T>(), C, ignore_index, scalar_grad, smooth, hit});
+  });
+}
+
+}  // namespace ember::cuda

@@ -1,0 +1,124 @@
+#pragma once
+// Index arithmetic shared by the backends (the CPU's loops and the CUDA kernels use the same structs, so
+// the CPU tests check the index math the GPU runs):
+// - StridedOperands: N operands that share a shape but not strides (the analogue of PyTorch's
+//   TensorIterator). Dims of size 1 are dropped and dims contiguous in every operand merged.
+// - ReductionPlan: a reduction's input split into kept dims (one output each) and reduced dims.
+// Both are plain structs, built on the host and passed by value to GPU kernels.
+#include <array>
+#include <cstdint>
+
+#include "backends/backend.h"
+#include "backends/host_device.h"
+
+namespace ember {
+
+template <int N>
+struct StridedOperands {
+  int ndim = 0;
+  int64_t shape[kMaxDims] = {};
+  int64_t strides[N][kMaxDims] = {};  // bytes
+  char* base[N] = {};
+
+  StridedOperands() = default;
+  // All TensorArgs must have the same shape (the caller has expanded inputs).
+  explicit StridedOperands(const std::array<const TensorArg*, N>& args) {
+    const TensorArg& first = *args[0];
+    for (int d = 0; d < first.ndim; ++d) {
+      if (first.shape[d] == 1) continue;  // size-1 dims never move the pointers
+      shape[ndim] = first.shape[d];
+      for (int k = 0; k < N; ++k)
+        strides[k][ndim] = args[k]->strides[d] * static_cast<int64_t>(dtype_size(args[k]->dtype));
+      ++ndim;
+    }
+    for (int k = 0; k < N; ++k) base[k] = static_cast<char*>(args[k]->data);
+    coalesce();
+    if (ndim == 0) {  // a single element: one run of length 1
+      ndim = 1;
+      shape[0] = 1;
+      for (int k = 0; k < N; ++k) strides[k][0] = 0;
+    }
+  }
+
+  EMBER_HOST_DEVICE int64_t numel() const {
+    int64_t n = 1;
+    for (int d = 0; d < ndim; ++d) n *= shape[d];
+    return n;
+  }
+
+  // The operands' addresses at element `linear` (row-major over the shape).
+  EMBER_HOST_DEVICE void pointers(int64_t linear, char* (&ptrs)[N]) const {
+    for (int k = 0; k < N; ++k) ptrs[k] = base[k];
+    for (int d = ndim - 1; d >= 0; --d) {
+      const int64_t i = linear % shape[d];
+      linear /= shape[d];
+      for (int k = 0; k < N; ++k) ptrs[k] += i * strides[k][d];
+    }
+  }
+
+ private:
+  // Merge dim d into d+1 when, for every operand, stepping d equals stepping d+1 shape[d+1] times.
+  void coalesce() {
+    if (ndim <= 1) return;
+    int out = 0;
+    for (int d = 1; d < ndim; ++d) {
+      bool mergeable = true;
+      for (int k = 0; k < N; ++k)
+        if (strides[k][out] != strides[k][d] * shape[d]) mergeable = false;
+      if (mergeable) {
+        shape[out] *= shape[d];
+        for (int k = 0; k < N; ++k) strides[k][out] = strides[k][d];
+      } else {
+        ++out;
+        shape[out] = shape[d];
+        for (int k = 0; k < N; ++k) strides[k][out] = strides[k][d];
+      }
+    }
+    ndim = out + 1;
+  }
+};
+
+// A reduction of `in` into `out` (keepdim form: out has in's rank, size 1 in the reduced dims).
+struct ReductionPlan {
+  TensorArg reduced;  // the reduced dims of the input, data = element 0 of the first output's slice
+  int kept_ndim = 0;
+  int64_t kept_shape[kMaxDims] = {};
+  int64_t in_kept_strides[kMaxDims] = {};   // elements
+  int64_t out_kept_strides[kMaxDims] = {};  // elements
+  int64_t num_outputs = 1;
+
+  ReductionPlan(const TensorArg& in, const TensorArg& out) {
+    EMBER_CHECK(in.ndim == out.ndim, "reduce: output must have the input's rank (keepdim form)");
+    reduced.data = in.data;
+    reduced.dtype = in.dtype;
+    for (int d = 0; d < in.ndim; ++d) {
+      if (out.shape[d] == in.shape[d]) {
+        if (in.shape[d] == 1) continue;
+        kept_shape[kept_ndim] = in.shape[d];
+        in_kept_strides[kept_ndim] = in.strides[d];
+        out_kept_strides[kept_ndim] = out.strides[d];
+        ++kept_ndim;
+        num_outputs *= in.shape[d];
+      } else {
+        EMBER_CHECK(out.shape[d] == 1, "reduce: output dim ", d, " is ", out.shape[d], ", expected 1 or ", in.shape[d]);
+        reduced.shape[reduced.ndim] = in.shape[d];
+        reduced.strides[reduced.ndim] = in.strides[d];
+        ++reduced.ndim;
+      }
+    }
+  }
+
+  // Element offsets (input, output) of output number o (row-major over the kept dims).
+  EMBER_HOST_DEVICE void offsets(int64_t o, int64_t& in_off, int64_t& out_off) const {
+    in_off = 0;
+    out_off = 0;
+    for (int d = kept_ndim - 1; d >= 0; --d) {
+      const int64_t i = o % kept_shape[d];
+      o /= kept_shape[d];
+      in_off += i * in_kept_strides[d];
+      out_off += i * out_kept_strides[d];
+    }
+  }
+};
+
+}  // namespace ember
