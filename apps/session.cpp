@@ -145,13 +145,13 @@ std::unique_ptr<Session> make_session(const TrainConfig& config, Device device, 
   s->test_set = limited(open_split(d, data::Split::Test), d.test_limit);
   s->test_loader = std::make_unique<data::DataLoader>(
       s->test_set, data::DataLoaderOptions{.batch_size = d.test_batch_size, .num_workers = static_cast<int>(d.workers),
-                                           .transforms = transforms(d, false)});
+                                           .transforms = transforms(d, false), .pin_memory = device.is_cuda()});
   if (for_training) {
     s->train_set = limited(open_split(d, data::Split::Train), d.limit);
     s->train_loader = std::make_unique<data::DataLoader>(
         s->train_set, data::DataLoaderOptions{.batch_size = d.batch_size, .shuffle = d.shuffle,
                                               .num_workers = static_cast<int>(d.workers), .seed = config.seed,
-                                              .transforms = transforms(d, true)});
+                                              .transforms = transforms(d, true), .pin_memory = device.is_cuda()});
     s->steps_per_epoch = s->train_loader->num_batches();
   }
   s->sample_shape = s->test_loader->input_shape();
@@ -159,13 +159,44 @@ std::unique_ptr<Session> make_session(const TrainConfig& config, Device device, 
   return s;
 }
 
+namespace {
+[[noreturn]] void rethrow_as_data_error(const std::string& data) {
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    throw DataError("reading the " + data + " data: " + e.what());
+  }
+}
+}  // namespace
+
+data::DataLoader::Iterator first_batch(data::DataLoader& loader, const std::string& data) {
+  try {
+    return loader.begin();
+  } catch (...) {
+    rethrow_as_data_error(data);
+  }
+}
+
+void next_batch(data::DataLoader::Iterator& it, const std::string& data) {
+  try {
+    ++it;
+  } catch (...) {
+    rethrow_as_data_error(data);
+  }
+}
+
 EvalResult evaluate(nn::Module& model, data::DataLoader& loader, Device device) {
   NoGradGuard no_grad;
   model.eval();
+  struct TrainModeAfter {  // also when the data fails mid-evaluation
+    nn::Module& m;
+    ~TrainModeAfter() { m.train(); }
+  } train_mode_after{model};
   EvalResult r;
   double loss = 0;
   int64_t correct = 0;
-  for (auto& batch : loader) {
+  for (auto it = first_batch(loader, "test"); it != loader.end(); next_batch(it, "test")) {
+    const data::Batch& batch = *it;
     const Tensor logits = model.forward(batch.input.to(device));
     const Tensor target = batch.target.to(device);
     loss += nn::functional::cross_entropy(logits, target, {.reduction = nn::functional::Reduction::sum}).item<double>();
@@ -179,7 +210,6 @@ EvalResult evaluate(nn::Module& model, data::DataLoader& loader, Device device) 
     }
     r.examples += static_cast<int64_t>(pred.size());
   }
-  model.train();
   r.loss = loss / static_cast<double>(std::max<int64_t>(r.examples, 1));
   r.accuracy = static_cast<double>(correct) / static_cast<double>(std::max<int64_t>(r.examples, 1));
   return r;

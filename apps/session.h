@@ -55,9 +55,22 @@ TrainShape train_shape(const TrainConfig& config);
 // like make_session.
 std::unique_ptr<Session> make_model_session(const TrainConfig& config, Device device, const TrainShape& shape);
 
+// What a DataLoader threw while an app iterated it — a dataset read, a loader worker, a transform — as
+// opposed to an error of the model or the optimizer: ember-train writes a checkpoint and stops on it.
+// The message is "reading the <data> data: " and the loader's ("DataLoader: batch B of epoch E failed in
+// worker W: <the dataset's message, naming the file and example>").
+class DataError : public Error {
+ public:
+  using Error::Error;
+};
+
+// loader.begin() and ++it, with what they throw rethrown as DataError; `data` names the split ("training").
+data::DataLoader::Iterator first_batch(data::DataLoader& loader, const std::string& data);
+void next_batch(data::DataLoader::Iterator& it, const std::string& data);
+
 // Mean loss and accuracy over a loader, and the confusion matrix (rows: true class, columns: predicted).
 // The loss is plain cross entropy (no label smoothing). Runs the model in eval mode without a graph and
-// leaves it in train mode.
+// leaves it in train mode. What the loader throws is a DataError (the test data).
 struct EvalResult {
   double loss = 0, accuracy = 0;
   int64_t examples = 0;

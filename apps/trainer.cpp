@@ -54,14 +54,16 @@ struct Progress {
 
 double current_lr(const Session& s) { return s.optimizer->param_groups()[0].hyper.lr; }
 
-std::string save_checkpoint(Session& s, const Progress& p, const std::string& hash, const fs::path& dir) {
+// `loader`: the train loader's position to resume from — its state() after the step `p` ends with.
+std::string save_checkpoint(Session& s, const Progress& p, const data::LoaderState& loader, const std::string& hash,
+                            const fs::path& dir) {
   Checkpoint c;
   c.put("model.", s.model->state_dict());
   c.put("optimizer.", s.optimizer->state_dict());
   if (s.scheduler) c.put("", s.scheduler->state_dict());  // its keys carry the "scheduler." prefix already
   c.put_generator("global", default_generator());
   c.put_generator("model", s.model_gen);
-  c.set("loader", s.train_loader->state().str());
+  c.set("loader", loader.str());
   c.set("epoch", std::to_string(p.epoch));
   c.set("step", std::to_string(p.step));
   c.set("epoch_loss_sum", exact(p.loss_sum));
@@ -110,6 +112,30 @@ Progress restore(Session& s, const Checkpoint& c, const std::string& hash) {
   return p;
 }
 
+// The data failed (a dataset read, a loader worker): checkpoints the last completed step — `p` with the
+// train loader at `position` — unless the newest checkpoint already holds exactly that, and returns the
+// message ember-train stops with (exit 1).
+std::string stop_on_data_failure(Session& s, const Progress& p, const data::LoaderState& position,
+                                 const std::string& hash, const fs::path& dir, const std::string& last_checkpoint,
+                                 bool checkpoint_is_current, const DataError& failure) {
+  std::string where = "step " + std::to_string(p.step + 1) + " (epoch " + std::to_string(p.epoch + 1) + ")";
+  if (position.batch == s.steps_per_epoch) where = "the evaluation after epoch " + std::to_string(p.epoch + 1);
+  std::string msg = where + " could not get its data: " + failure.what() + ". ";
+  const std::string resume = "continue with: ember-train --resume " + dir.string();
+  if (checkpoint_is_current)
+    return msg + "The checkpoint of the last completed step (" + std::to_string(p.step) + ") is " + last_checkpoint +
+           "; once the data reads again, " + resume;
+  try {
+    const std::string written = save_checkpoint(s, p, position, hash, dir);
+    log().info("data failure: wrote {} (step {}, loader at {})", written, p.step, position.str());
+    return msg + "Wrote " + written + " (the last completed step, " + std::to_string(p.step) +
+           "); once the data reads again, " + resume;
+  } catch (const Error& e) {
+    return msg + "The checkpoint of the last completed step (" + std::to_string(p.step) +
+           ") could not be written either: " + e.what();
+  }
+}
+
 }  // namespace
 
 int run_training(const TrainOptions& o) {
@@ -125,6 +151,7 @@ int run_training(const TrainOptions& o) {
   const std::string hash = config_hash(cfg);
   Progress p;
   std::string last_checkpoint;  // the newest good one, for the NaN message
+  bool checkpoint_is_current = false;  // last_checkpoint holds the state as it is now (no step since)
   for (const auto& name : remove_stale_temporaries(dir))
     log().info("removed {}, left by a process killed while writing it", (dir / name).string());
   if (o.resume) {
@@ -134,6 +161,7 @@ int run_training(const TrainOptions& o) {
     if (!ckpt) throw ConfigError("--resume " + dir.string() + ": no usable checkpoint in the run directory");
     p = restore(s, *ckpt, hash);
     last_checkpoint = ckpt->source();
+    checkpoint_is_current = true;
     log().info("resumed from {} (epochs done: {}, step {})", ckpt->source(), p.epoch, p.step);
   } else {
     if (!list_checkpoints(dir).empty())
@@ -153,64 +181,81 @@ int run_training(const TrainOptions& o) {
   while (p.epoch < cfg.epochs) {
     auto started = clock::now();
     const double seconds_before = p.seconds;
-    int64_t in_epoch = s.train_loader->state().batch;
-    for (auto& batch : *s.train_loader) {
-      const Tensor input = batch.input.to(o.device), target = batch.target.to(o.device);
-      s.optimizer->zero_grad();
-      const Tensor logits = s.model->forward(input);
-      Tensor loss = nn::functional::cross_entropy(logits, target, loss_options);
-      const double value = loss.item<double>();
-      ++p.step;
-      ++in_epoch;
-      if (!std::isfinite(value)) {
-        if (!cfg.skip_nonfinite)
-          detail::throw_error("step ", p.step, " (epoch ", p.epoch + 1, "): the loss is ", value, ". ",
-                              last_checkpoint.empty() ? std::string("No checkpoint was written yet")
-                                                      : "The last good checkpoint is " + last_checkpoint,
-                              ". Try a lower optimizer.lr (now ", exact(current_lr(s)),
-                              "), gradient clipping (optimizer.clip_grad_norm: 1.0), or skip_nonfinite: true to "
-                              "skip such steps");
-        ++p.skipped;
-        log().warn("step {}: the loss is {}; step skipped (skip_nonfinite: true)", p.step, value);
-      } else {
-        apply_update(s, loss);
-        const int64_t n = target.size(0);
-        p.loss_sum += value * static_cast<double>(n);
-        p.correct += sum(eq(argmax(logits, 1), target)).item<int64_t>();
-        p.seen += n;
+    // Where a resume would continue: the loader's position after the last completed step. A loader whose
+    // epoch failed no longer has one (its state() moves on to the next epoch), so it is kept here.
+    data::LoaderState position = s.train_loader->state();
+    int64_t in_epoch = position.batch;
+    try {
+      for (auto it = first_batch(*s.train_loader, "training"); it != s.train_loader->end();
+           next_batch(it, "training")) {
+        const data::Batch& batch = *it;
+        checkpoint_is_current = false;
+        const Tensor input = batch.input.to(o.device), target = batch.target.to(o.device);
+        s.optimizer->zero_grad();
+        const Tensor logits = s.model->forward(input);
+        Tensor loss = nn::functional::cross_entropy(logits, target, loss_options);
+        const double value = loss.item<double>();
+        ++p.step;
+        ++in_epoch;
+        if (!std::isfinite(value)) {
+          if (!cfg.skip_nonfinite)
+            detail::throw_error("step ", p.step, " (epoch ", p.epoch + 1, "): the loss is ", value, ". ",
+                                last_checkpoint.empty() ? std::string("No checkpoint was written yet")
+                                                        : "The last good checkpoint is " + last_checkpoint,
+                                ". Try a lower optimizer.lr (now ", exact(current_lr(s)),
+                                "), gradient clipping (optimizer.clip_grad_norm: 1.0), or skip_nonfinite: true to "
+                                "skip such steps");
+          ++p.skipped;
+          log().warn("step {}: the loss is {}; step skipped (skip_nonfinite: true)", p.step, value);
+        } else {
+          apply_update(s, loss);
+          const int64_t n = target.size(0);
+          p.loss_sum += value * static_cast<double>(n);
+          p.correct += sum(eq(argmax(logits, 1), target)).item<int64_t>();
+          p.seen += n;
+        }
+        p.seconds = seconds_before + std::chrono::duration<double>(clock::now() - started).count();
+        display.step(p.epoch + 1, in_epoch, p.step, value, current_lr(s), p.seen, p.seconds);
+        position = s.train_loader->state();
+        const bool stop = g_signal.load() != 0;
+        if (stop || (cfg.output.checkpoint_every_steps > 0 && p.step % cfg.output.checkpoint_every_steps == 0)) {
+          last_checkpoint = save_checkpoint(s, p, position, hash, dir);
+          checkpoint_is_current = true;
+        }
+        if (stop) {
+          display.clear();
+          std::fprintf(o.out, "%s at step %lld: wrote %s; continue with: ember-train --resume %s\n",
+                       g_signal.load() == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)",
+                       static_cast<long long>(p.step), last_checkpoint.c_str(), dir.string().c_str());
+          std::fflush(o.out);
+          return 128 + g_signal.load();
+        }
       }
-      p.seconds = seconds_before + std::chrono::duration<double>(clock::now() - started).count();
-      display.step(p.epoch + 1, in_epoch, p.step, value, current_lr(s), p.seen, p.seconds);
-      const bool stop = g_signal.load() != 0;
-      if (stop || (cfg.output.checkpoint_every_steps > 0 && p.step % cfg.output.checkpoint_every_steps == 0))
-        last_checkpoint = save_checkpoint(s, p, hash, dir);
-      if (stop) {
-        display.clear();
-        std::fprintf(o.out, "%s at step %lld: wrote %s; continue with: ember-train --resume %s\n",
-                     g_signal.load() == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)",
-                     static_cast<long long>(p.step), last_checkpoint.c_str(), dir.string().c_str());
-        std::fflush(o.out);
-        return 128 + g_signal.load();
+      display.clear();
+      const double seen = static_cast<double>(std::max<int64_t>(p.seen, 1));
+      MetricsRow row{.epoch = p.epoch + 1, .step = p.step, .lr = current_lr(s),
+                     .train_loss = p.loss_sum / seen, .train_accuracy = static_cast<double>(p.correct) / seen,
+                     .test_loss = std::nullopt, .test_accuracy = std::nullopt,
+                     .samples_per_sec = static_cast<double>(p.seen) / std::max(p.seconds, 1e-9), .seconds = p.seconds};
+      const bool last = p.epoch + 1 == cfg.epochs;
+      if (cfg.eval_every_epochs > 0 && ((p.epoch + 1) % cfg.eval_every_epochs == 0 || last)) {
+        const EvalResult r = evaluate(*s.model, *s.test_loader, o.device);
+        row.test_loss = r.loss;
+        row.test_accuracy = r.accuracy;
       }
+      end_epoch_schedule(s, row.test_loss.value_or(row.train_loss));
+      metrics.append(row);
+      display.epoch_summary(row);
+      p = Progress{.epoch = p.epoch + 1, .step = p.step, .skipped = p.skipped};
+      const int64_t every = cfg.output.checkpoint_every_epochs;
+      checkpoint_is_current = last || (every > 0 && p.epoch % every == 0);
+      if (checkpoint_is_current) last_checkpoint = save_checkpoint(s, p, s.train_loader->state(), hash, dir);
+    } catch (const DataError& e) {
+      // A dataset read or a loader worker failed (training batches or the evaluation). The loader stopped
+      // and joined its workers before the error got here; p and `position` are the last completed step.
+      display.clear();
+      throw Error(stop_on_data_failure(s, p, position, hash, dir, last_checkpoint, checkpoint_is_current, e));
     }
-    display.clear();
-    MetricsRow row{.epoch = p.epoch + 1, .step = p.step, .lr = current_lr(s),
-                   .train_loss = p.loss_sum / static_cast<double>(std::max<int64_t>(p.seen, 1)),
-                   .train_accuracy = static_cast<double>(p.correct) / static_cast<double>(std::max<int64_t>(p.seen, 1)),
-                   .test_loss = std::nullopt, .test_accuracy = std::nullopt,
-                   .samples_per_sec = static_cast<double>(p.seen) / std::max(p.seconds, 1e-9), .seconds = p.seconds};
-    const bool last = p.epoch + 1 == cfg.epochs;
-    if (cfg.eval_every_epochs > 0 && ((p.epoch + 1) % cfg.eval_every_epochs == 0 || last)) {
-      const EvalResult r = evaluate(*s.model, *s.test_loader, o.device);
-      row.test_loss = r.loss;
-      row.test_accuracy = r.accuracy;
-    }
-    end_epoch_schedule(s, row.test_loss.value_or(row.train_loss));
-    metrics.append(row);
-    display.epoch_summary(row);
-    p = Progress{.epoch = p.epoch + 1, .step = p.step, .skipped = p.skipped};
-    const int64_t every = cfg.output.checkpoint_every_epochs;
-    if (last || (every > 0 && p.epoch % every == 0)) last_checkpoint = save_checkpoint(s, p, hash, dir);
   }
   std::fprintf(o.out, "done: %lld steps%s; checkpoint %s, metrics %s\n", static_cast<long long>(p.step),
                p.skipped > 0 ? (", " + std::to_string(p.skipped) + " skipped (non-finite loss)").c_str() : "",

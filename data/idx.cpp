@@ -3,6 +3,7 @@
 
 #include "backends/log.h"
 #include "core/raw.h"
+#include "data/fault.h"
 #include "data/idx.h"
 
 namespace ember::data {
@@ -39,6 +40,7 @@ IdxDataset::IdxDataset(IdxArray images, IdxArray labels, IdxOptions options)
                 " is negative; class labels must be 0..C-1");
     num_classes_ = std::max(num_classes_, labels_[i] + 1);
   }
+  fault_index_ = injected_read_fault(in);
 }
 
 void IdxDataset::convert_row(int64_t index, float* out) const {
@@ -49,6 +51,7 @@ void IdxDataset::convert_row(int64_t index, float* out) const {
 
 Example IdxDataset::get(int64_t index) const {
   check_index(index, size_, "IdxDataset::get");
+  if (index == fault_index_) [[unlikely]] throw_injected_read_fault(images_.name, index);
   Tensor input = raw::empty(example_shape_, DType::f32, kCPU);
   convert_row(index, input.data<float>());
   Tensor target = raw::empty(Shape{}, DType::i64, kCPU);
@@ -67,6 +70,7 @@ void IdxDataset::get_batch(std::span<const int64_t> indices, const Tensor& input
   int64_t* tg = target.data<int64_t>();
   for (int64_t b = 0; b < batch; ++b) {
     check_index(indices[b], size_, "IdxDataset::get_batch");
+    if (indices[b] == fault_index_) [[unlikely]] throw_injected_read_fault(images_.name, indices[b]);
     convert_row(indices[b], in + b * row_);
     tg[b] = labels_[indices[b]];
   }

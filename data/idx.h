@@ -55,7 +55,8 @@ struct IdxOptions {
 //           3-D files with channel_dim (else the dims after N), scaled to [0, 1].
 //   labels: integer IDX (u8, i8, i16 or i32) with dims [N]; example target a 0-d i64; no label negative.
 // Throws ember::Error naming the file when a file is unreadable or malformed, when the images are not
-// unsigned bytes, when the labels are not 1-D integers, or when the two counts differ.
+// unsigned bytes, when the labels are not 1-D integers, or when the two counts differ. get/get_batch
+// throw for the example EMBER_FAULT_INJECT names (data/fault.h: fault injection for tests), if any.
 class IdxDataset : public Dataset {
  public:
   IdxDataset(const std::string& images_path, const std::string& labels_path, IdxOptions options = {});
@@ -81,6 +82,7 @@ class IdxDataset : public Dataset {
   int64_t row_ = 0;  // values per example
   int64_t num_classes_ = 0;
   float scale_ = 1.0f / 255.0f;
+  int64_t fault_index_ = -1;  // EMBER_FAULT_INJECT's example (data/fault.h); -1: none
 };
 
 enum class Split { Train, Test };

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -155,7 +156,18 @@ IdxArray parse_idx(std::vector<uint8_t> bytes, const std::string& name) {
     a.dims.push_back(dim);
     saturated = saturated || __builtin_mul_overflow(numel, uint64_t{dim}, &numel);
   }
-  if (std::find(a.dims.begin(), a.dims.end(), 0) != a.dims.end()) numel = 0, saturated = false;
+  if (std::find(a.dims.begin(), a.dims.end(), 0) != a.dims.end()) {
+    // No values, but the other dims still become a tensor's shape, whose strides multiply them: they must
+    // fit in int64 (found by fuzz_idx: [49278, 16712456, 0, 4294836221, 4294901244] overflowed the strides).
+    uint64_t others = 1;
+    bool overflow = false;
+    for (const int64_t dim : a.dims)
+      overflow = overflow || (dim != 0 && __builtin_mul_overflow(others, static_cast<uint64_t>(dim), &others));
+    EMBER_CHECK(!overflow && others <= static_cast<uint64_t>(INT64_MAX), name, ": dims ", dims_str(a.dims),
+                ": the nonzero dims multiply to more than 2^63 - 1, which no tensor shape can hold; the header is "
+                "wrong");
+    numel = 0, saturated = false;
+  }
   const uint64_t available = (size - header) / esize;  // whole elements present
   EMBER_CHECK(!saturated && numel <= available, name, ": truncated: dims ", dims_str(a.dims), " of ",
               idx_type_name(a.type), " need ",

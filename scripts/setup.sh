@@ -14,6 +14,7 @@ packages=(
   libdnnl-dev                   # oneDNN: CPU convolution (also OpenMP)
   libgtest-dev libbenchmark-dev # tests and microbenchmarks
   cppcheck clang-tidy           # static analysis (scripts/lint.sh)
+  clang libclang-rt-dev libomp-dev  # the fuzz targets (scripts/fuzz.sh): libFuzzer's runtime, clang's OpenMP
   dataset-fashion-mnist         # the default training data (/usr/share/datasets/fashion-mnist)
 )
 

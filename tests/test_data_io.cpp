@@ -1,4 +1,6 @@
 // IDX and CSV readers: parsing, and every error path a user can hit (each checks the message).
+#include <stdlib.h>
+
 #include <numeric>
 
 #include "data_test_util.h"
@@ -70,6 +72,33 @@ TEST(IdxDataset, GetBatchMatchesGet) {
   expect_error([&] { ds.get(3); }, {"index 3 is out of range", "3 examples"});
 }
 
+// EMBER_FAULT_INJECT (data/fault.h), read when a dataset is built: one example's reads fail, naming the file.
+TEST(IdxDataset, FaultInjectionMakesOneExampleUnreadable) {
+  IdxFiles f;
+  struct Unset {
+    ~Unset() { ::unsetenv("EMBER_FAULT_INJECT"); }
+  } unset;
+  ::setenv("EMBER_FAULT_INJECT", "read:2", 1);
+  data::IdxDataset ds(f.images, f.labels);
+  EXPECT_NO_THROW(ds.get(1));
+  expect_error([&] { ds.get(2); }, {f.images + ": example 2 could not be read (fault injected by EMBER_FAULT_INJECT=read:2)"});
+  Tensor input = empty({2, 1, 2, 3}), target = empty({2}, {.dtype = DType::i64});
+  const std::vector<int64_t> idx = {0, 2};
+  expect_error([&] { ds.get_batch(idx, input, target); }, {f.images + ": example 2 could not be read"});
+
+  ::setenv("EMBER_FAULT_INJECT", "read:2@labels", 1);  // another file's text: this dataset is not affected
+  EXPECT_NO_THROW(data::IdxDataset(f.images, f.labels).get(2));
+  ::setenv("EMBER_FAULT_INJECT", "read:2@images.idx", 1);
+  expect_error([&] { data::IdxDataset(f.images, f.labels).get(2); }, {"example 2 could not be read"});
+  for (const char* bad : {"read:", "read:-1", "read:2x", "2", "write:2", "read:2@"}) {
+    ::setenv("EMBER_FAULT_INJECT", bad, 1);
+    expect_error([&] { data::IdxDataset(f.images, f.labels); },
+                 {"EMBER_FAULT_INJECT='" + std::string(bad) + "' is not a fault to inject"});
+  }
+  ::setenv("EMBER_FAULT_INJECT", "", 1);  // empty: off
+  EXPECT_NO_THROW(data::IdxDataset(f.images, f.labels).get(2));
+}
+
 TEST(IdxDataset, LabelsMayBeWiderIntegersButNotNegative) {
   TempDir dir;
   write_bytes(dir.file("i"), idx_bytes(0x08, {2, 1}, {7, 8}));
@@ -105,6 +134,8 @@ TEST(IdxErrors, MalformedFilesAreClearErrors) {
       {"truncated data", idx_bytes(0x08, {2, 2, 2}, {1, 2, 3, 4, 5}), {"truncated", "[2, 2, 2]", "need 24 bytes", "has 21"}},
       {"trailing bytes", idx_bytes(0x08, {2}, {1, 2, 3}), {"1 unexpected bytes after the data"}},
       {"overflowing dims", idx_bytes(0x08, {0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF}, {1}), {"truncated", "need more bytes"}},
+      {"a zero dim beside overflowing ones", idx_bytes(0x08, {3, 0, 0xFFFDFFFD, 0xFFFEFDFC}, {}),
+       {"dims [3, 0, 4294836221, 4294901244]", "the nonzero dims multiply to more than 2^63 - 1"}},
       {"int32 short", idx_bytes(0x0C, {2}, {0, 0, 0, 1, 0, 0}), {"truncated", "int32 (0x0C)"}},
   };
   TempDir dir;

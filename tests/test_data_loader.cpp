@@ -2,6 +2,11 @@
 // Run under ThreadSanitizer too (build-tsan, EMBER_NUM_THREADS=1).
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <future>
+#include <numeric>
 #include <set>
 #include <thread>
 
@@ -51,6 +56,37 @@ struct Faulty : data::Dataset {
     base->get_batch(idx, in, tg);
   }
 };
+
+// Runs `fn` on its own thread and waits at most `seconds` for it: the watchdog of the tests below. What
+// `fn` throws is rethrown here. On a timeout the test fails and the process ends at once (a hung thread
+// cannot be joined, and ending beats hanging the suite).
+template <typename Fn>
+void within(double seconds, Fn&& fn) {
+  std::promise<void> done;
+  std::future<void> finished = done.get_future();
+  std::thread runner([&fn, done = std::move(done)]() mutable {
+    try {
+      fn();
+      done.set_value();
+    } catch (...) {
+      done.set_exception(std::current_exception());
+    }
+  });
+  if (finished.wait_for(std::chrono::duration<double>(seconds)) != std::future_status::ready) {
+    ADD_FAILURE() << "watchdog: still running after " << seconds << " s (a hang)";
+    std::fflush(stdout);
+    std::_Exit(1);
+  }
+  runner.join();
+  finished.get();
+}
+
+// The threads of this process (/proc/self/task).
+int thread_count() {
+  int n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+  return n;
+}
 
 }  // namespace
 
@@ -170,6 +206,61 @@ TEST(DataLoader, WorkerExceptionsReachTheLoopWithTheirMessage) {
     ds->bad = -1;
     EXPECT_EQ(run_epoch(loader).size(), 8u);  // the loader is usable afterwards
   }
+}
+
+// A read failing in a worker while the others are busy with batches around it, at the first, a middle and
+// the last batch: the consumer gets the error with the dataset's message at that batch — after every
+// batch before it — and by then every worker thread has been joined; nothing hangs (watchdog).
+TEST(DataLoader, AWorkerReadFailingMidEpochReachesTheConsumerAndJoinsTheWorkers) {
+  auto ds = std::make_shared<Faulty>();  // 64 examples: 16 batches of 4
+  ds->sleep_ms = 2;                      // the workers are mid-batch when the failure arrives
+  data::DataLoader warm(ds, {.batch_size = 4, .num_workers = 1});
+  run_epoch(warm);  // any lazily started thread (OpenMP) exists before the count below
+  for (const int64_t bad_batch : {int64_t{0}, int64_t{9}, int64_t{15}}) {
+    for (const int workers : {1, 4}) {
+      SCOPED_TRACE("bad batch " + std::to_string(bad_batch) + ", workers " + std::to_string(workers));
+      within(60, [&] {
+        ds->bad = bad_batch * 4 + 1;
+        const int threads_before = thread_count();
+        data::DataLoader loader(ds, {.batch_size = 4, .shuffle = false, .num_workers = workers, .prefetch = 3});
+        std::vector<int64_t> delivered;
+        std::string message;
+        try {
+          for (auto& batch : loader) delivered.push_back(batch.target.to_vector<int64_t>().front() / 4);
+        } catch (const Error& e) {
+          message = e.what();
+          EXPECT_EQ(thread_count(), threads_before) << "worker threads still running after the error reached the loop";
+        }
+        EXPECT_NE(message.find("DataLoader: batch " + std::to_string(bad_batch) + " of epoch 0 failed in worker "),
+                  std::string::npos) << message;
+        EXPECT_NE(message.find("Faulty: example " + std::to_string(ds->bad) + " is unreadable"), std::string::npos) << message;
+        std::vector<int64_t> expected(static_cast<size_t>(bad_batch));
+        std::iota(expected.begin(), expected.end(), int64_t{0});
+        EXPECT_EQ(delivered, expected);  // every batch before the failed one, in order
+        const int calls = ds->calls.load();
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        EXPECT_EQ(ds->calls.load(), calls) << "a worker went on reading after the error";
+        ds->bad = -1;
+        EXPECT_EQ(run_epoch(loader).size(), 16u);  // usable again: the next epoch is whole
+      });
+    }
+  }
+}
+
+// The worker fails on a batch the consumer never reaches (it stops early): nothing is thrown and the
+// loader's destructor joins the workers.
+TEST(DataLoader, AFailureAheadOfAnAbandonedEpochIsDroppedWithTheWorkers) {
+  auto ds = std::make_shared<Faulty>();
+  ds->bad = 9;  // batch 2
+  within(60, [&] {
+    const int threads_before = thread_count();
+    {
+      data::DataLoader loader(ds, {.batch_size = 4, .num_workers = 3, .prefetch = 2});
+      EXPECT_EQ(run_epoch(loader, 2).size(), 2u);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the workers have built (or failed) batch 2
+    }
+    EXPECT_EQ(thread_count(), threads_before);
+  });
 }
 
 TEST(DataLoader, DestroyingMidEpochJoinsTheWorkers) {
