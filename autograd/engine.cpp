@@ -18,6 +18,7 @@ Edge edge_to(const Tensor& input) {
   else e.leaf = input.impl_ptr();
   e.shape = impl.shape;
   e.dtype = impl.dtype;
+  e.device = impl.storage->device();
   return e;
 }
 
@@ -134,6 +135,7 @@ Tensor Engine::check_gradient(Tensor grad, const Edge& edge, const Node& node, s
   EMBER_CHECK(grad.shape() == edge.shape, node.name(), " backward: returned a gradient of shape ", grad.shape(),
               " for input ", input, ", which has shape ", edge.shape, "; the op's backward is wrong");
   if (grad.dtype() != edge.dtype) grad = raw::to(grad, edge.dtype);
+  if (grad.device() != edge.device) grad = raw::to(grad, edge.device);  // a CPU scalar used with GPU tensors
   return grad;
 }
 

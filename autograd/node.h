@@ -38,8 +38,9 @@ class Node;
 struct Edge {
   std::shared_ptr<Node> fn;
   std::shared_ptr<TensorImpl> leaf;
-  Shape shape;               // the input's shape and dtype: what its gradient must have
+  Shape shape;               // the input's shape, dtype and device: what its gradient must have
   DType dtype = DType::f32;
+  Device device;
 
   bool needed() const { return fn != nullptr || leaf != nullptr; }
 };

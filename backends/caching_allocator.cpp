@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "backends/error.h"
 
@@ -53,7 +54,7 @@ int CachingAllocator::class_index(size_t rounded) {
 
 CachingAllocator::CachingAllocator() : CachingAllocator(SystemAllocator{system_allocate, system_deallocate}) {}
 
-CachingAllocator::CachingAllocator(SystemAllocator system) : system_(system), free_lists_(kSmallClasses + 60 * kSubClasses) {}
+CachingAllocator::CachingAllocator(SystemAllocator system) : system_(std::move(system)), free_lists_(kSmallClasses + 60 * kSubClasses) {}
 
 CachingAllocator::~CachingAllocator() { release_cached_locked(); }
 

@@ -44,6 +44,20 @@ void check_same_device(const Tensor& a, const Tensor& b, const char* op) {
               "; move one with .to(...)");
 }
 
+namespace {
+
+// Where an element-wise op of a and b runs: their device, or, as in PyTorch, the other operand's when one
+// is a 0-d CPU tensor (a scalar, moved along).
+Device common_device(const Tensor& a, const Tensor& b, const char* op) {
+  if (a.device() == b.device()) return a.device();
+  if (a.dim() == 0 && a.device().is_cpu()) return b.device();
+  if (b.dim() == 0 && b.device().is_cpu()) return a.device();
+  check_same_device(a, b, op);
+  return a.device();
+}
+
+}  // namespace
+
 Tensor scalar_like(const Tensor& like, double value, bool value_is_integral) {
   DType dtype = like.dtype();
   if (!is_floating(dtype)) dtype = value_is_integral ? DType::i64 : DType::f32;
@@ -63,8 +77,9 @@ Tensor unary(UnaryOp op, const Tensor& t, double alpha, double beta) {
   return out;
 }
 
-Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
-  check_same_device(a, b, op_name(op).data());
+Tensor binary(BinaryOp op, const Tensor& a_in, const Tensor& b_in) {
+  const Device device = common_device(a_in, b_in, op_name(op).data());
+  const Tensor a = to(a_in, device), b = to(b_in, device);
   DType dtype = result_type(a, b);
   if (kernels::binary_needs_float(op) || op == BinaryOp::div) dtype = to_floating(dtype);  // true division
   else if (dtype == DType::b8 && !is_comparison(op)) dtype = DType::i64;                   // bool arithmetic
@@ -75,7 +90,8 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   return out;
 }
 
-void binary_(BinaryOp op, const Tensor& a, const Tensor& b) {
+void binary_(BinaryOp op, const Tensor& a, const Tensor& b_in) {
+  const Tensor b = b_in.dim() == 0 && b_in.device().is_cpu() ? to(b_in, a.device()) : b_in;  // a scalar
   check_same_device(a, b, op_name(op).data());
   EMBER_CHECK(!is_comparison(op), op_name(op), "_: comparisons have no in-place form");
   const Shape shape = broadcast_shapes(a.shape(), b.shape(), op_name(op).data());

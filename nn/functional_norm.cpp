@@ -27,7 +27,7 @@ struct NormBackward : autograd::Node {
   }
   void backward(const Tensor& g, Tensor* grad_inputs) override {
     const Tensor xv = x.unpack(*this), gy = raw::view(raw::contiguous(g), xv.shape());
-    const Tensor w = has_weight ? weight.unpack(*this) : Tensor();
+    const Tensor w = has_weight ? raw::contiguous(weight.unpack(*this)) : Tensor();  // backends take contiguous
     const int wi = 1, bi = has_weight ? 2 : 1;
     TensorArg gxa, gwa, gba, wa;
     const bool need_x = needs_grad(0), need_w = has_weight && needs_grad(wi), need_b = has_bias && needs_grad(bi);
@@ -76,15 +76,21 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
   EMBER_CHECK(training || (running_mean.defined() && running_var.defined()),
               "batch_norm: eval mode needs running_mean and running_var");
   const Tensor x = raw::contiguous(input).view({N, C, -1});
+  // The backends take contiguous operands: strided parameters are copied, strided running statistics
+  // updated in a contiguous copy and written back.
+  const auto dense = [](const Tensor& t) { return t.defined() ? raw::contiguous(t) : Tensor(); };
+  const Tensor w = dense(weight), b = dense(bias), rm = dense(running_mean), rv = dense(running_var);
   Tensor y = raw::empty(x.shape(), x.dtype(), x.device());
   Tensor mean = raw::empty({C}, x.dtype(), x.device()), invstd = raw::empty({C}, x.dtype(), x.device());
   TensorArg wa, ba, rma, rva;
-  backend(x.device()).batch_norm_forward(x.arg(), opt(weight, wa), opt(bias, ba), opt(running_mean, rma),
-                                         opt(running_var, rva), y.arg(), mean.arg(), invstd.arg(), training, momentum,
-                                         eps);
+  backend(x.device()).batch_norm_forward(x.arg(), opt(w, wa), opt(b, ba), opt(rm, rma), opt(rv, rva), y.arg(),
+                                         mean.arg(), invstd.arg(), training, momentum, eps);
   if (training) {
-    if (running_mean.defined()) running_mean.impl().storage->bump_version();
-    if (running_var.defined()) running_var.impl().storage->bump_version();
+    for (const auto& [running, updated] : {std::pair{running_mean, rm}, std::pair{running_var, rv}}) {
+      if (!running.defined()) continue;
+      if (updated.shares_storage(running)) running.impl().storage->bump_version();
+      else raw::copy_(running, updated);
+    }
   }
   y = raw::view(y, input.shape());
   if (auto node = norm_node(input, weight, bias)) {

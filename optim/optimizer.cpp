@@ -67,6 +67,9 @@ void Optimizer::step() {
       EMBER_CHECK(grad.shape() == p.shape() && grad.device() == p.device(), name(), ": the gradient of parameter ", i,
                   " does not match it");
       State& s = state_for(i, p, h);
+      // The model moved (Module::to) after the state was made: the state follows its parameter.
+      for (Tensor& b : s.buffers)
+        if (b.defined() && b.device() != p.device()) b = raw::to(b, p.device());
       ++s.step;
       OptimizerParams op;
       op.lr = h.lr;

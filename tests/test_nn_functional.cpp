@@ -112,6 +112,29 @@ TEST(NnFunctional, BatchNormTrainingUpdatesRunningStats) {
   EXPECT_TRUE(r.ok) << r.message;
 }
 
+// Strided weight, bias and running statistics (every other element of a longer buffer) give what their
+// contiguous copies give, and the running statistics are updated in place, in the right elements.
+TEST(NnFunctional, BatchNormStridedParameters) {
+  const Tensor x = get("bn_train.x"), w = get("bn_train.w"), b = get("bn_train.b");
+  const int64_t C = w.numel();
+  const auto strided = [C](const Tensor& t) {
+    Tensor buf = zeros({2 * C}, {.dtype = t.dtype()});
+    buf.slice(0, 0, 2 * C, 2).copy_(t);
+    return buf.slice(0, 0, 2 * C, 2);
+  };
+  Tensor rm = get("bn_train.rm0").clone(), rv = get("bn_train.rv0").clone();
+  const Tensor rm_s = strided(rm), rv_s = strided(rv);
+  const Tensor ws = strided(w).requires_grad_(), wc = w.clone().requires_grad_();
+  const Tensor y_s = F::batch_norm(x, rm_s, rv_s, ws, strided(b), true, 0.1, 1e-5);
+  const Tensor y_c = F::batch_norm(x, rm, rv, wc, b, true, 0.1, 1e-5);
+  expect_close(y_s, y_c, "output");
+  expect_close(rm_s.contiguous(), rm, "running_mean");
+  expect_close(rv_s.contiguous(), rv, "running_var");
+  (y_s * y_s).sum().backward();
+  (y_c * y_c).sum().backward();
+  expect_close(ws.grad(), wc.grad(), "weight gradient");
+}
+
 TEST(NnFunctional, BatchNormEvalAnd1d) {
   const Tensor rm = get("bn_eval.rm"), rv = get("bn_eval.rv");
   check_case("bn_eval", {"x", "w", "b"}, [&](auto& m) { return F::batch_norm(m.at("x"), rm, rv, m.at("w"), m.at("b"), false); });

@@ -50,8 +50,8 @@ void device_free(void* p) { cudaFree(p); }  // from destructors: nothing to do a
       ember::detail::throw_error("scatter_add: index ", value, " is out of range for dim ", dim, " of size ", limit,
                                  where);
     case KernelErrorCode::target_index:
-      ember::detail::throw_error("cross_entropy: target ", value, " is out of range for ", limit,
-                                 " classes (expected 0..", limit - 1, " or ignore_index)", where);
+      ember::detail::throw_error("cross_entropy: target ", value, " (sample ", dim, ") is not a class index in [0, ",
+                                 limit, "); check the labels and the number of model outputs", where);
     default:
       ember::detail::throw_error("a CUDA kernel reported error code ", static_cast<int>(code), where);
   }

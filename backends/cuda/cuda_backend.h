@@ -31,7 +31,7 @@ enum class KernelErrorCode : int { none, gather_index, scatter_index, target_ind
 struct KernelError {
   int claimed = 0;  // set with atomicCAS by the first kernel thread that reports
   int code = 0;     // a KernelErrorCode, written last (after the fields below): the host reads it first
-  int dim = 0;
+  int dim = 0;       // the op's dim (gather, scatter_add) or the sample (cross_entropy)
   long long value = 0;
   long long limit = 0;
 };

@@ -73,7 +73,7 @@ __global__ void __launch_bounds__(kBlock)
     if (t == ignore_index) {
       loss[n] = 0;
     } else if (!valid) {
-      report_kernel_error(error, KernelErrorCode::target_index, /*dim*/ 1, t, C);
+      report_kernel_error(error, KernelErrorCode::target_index, /*dim: the sample*/ static_cast<int>(n), t, C);
       loss[n] = 0;
     } else {
       double picked = (1.0 - eps) * x[t];

@@ -1,0 +1,333 @@
+#pragma once
+// The op table shared by the gradcheck test (tests/test_gradcheck.cpp) and the CPU-vs-CUDA parity test
+// (tests/test_cuda_parity.cpp): every differentiable op, one line each (input shapes, the op, an independent
+// reference for its forward), and the leaves both tests build (contiguous, transposed, strided-slice and
+// expanded layouts). Adding an op is one line here; both tests pick it up.
+//
+// Constant tensors the ops use (indices, masks) live on the CPU; the op lambdas move them to the device of
+// their first input (a no-op on the CPU), so the same line runs on any device.
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <ember/ember.h>
+
+namespace ember::optable {
+
+// --- reference: n-d arrays of doubles with plain loops ------------------------------------------------
+struct Host {
+  Shape shape;
+  std::vector<double> v;
+};
+
+template <typename F>
+void for_each_index(const Shape& shape, F&& f) {
+  Shape idx = Shape::filled(shape.size(), 0);
+  for (int64_t k = 0; k < shape.numel(); ++k) {
+    f(idx);
+    for (int d = shape.size() - 1; d >= 0; --d) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+template <typename F>
+Host generate(const Shape& shape, F&& f) {
+  Host h{shape, {}};
+  for_each_index(shape, [&](const Shape& idx) { h.v.push_back(f(idx)); });
+  return h;
+}
+
+// Row-major position of `idx` in h, where idx may have extra leading dims and h's size-1 dims broadcast.
+inline size_t flat_index(const Host& h, const Shape& idx) {
+  const int lead = idx.size() - h.shape.size();
+  int64_t flat = 0;
+  for (int d = 0; d < h.shape.size(); ++d) flat = flat * h.shape[d] + (h.shape[d] == 1 ? 0 : idx[lead + d]);
+  return static_cast<size_t>(flat);
+}
+inline double at(const Host& h, const Shape& idx) { return h.v[flat_index(h, idx)]; }
+
+inline Shape broadcast(const Shape& a, const Shape& b) {
+  const int n = std::max(a.size(), b.size());
+  Shape out = Shape::filled(n, 1);
+  for (int i = 0; i < n; ++i) {
+    const int ia = i - (n - a.size()), ib = i - (n - b.size());
+    out[i] = std::max(ia >= 0 ? a[ia] : 1, ib >= 0 ? b[ib] : 1);
+  }
+  return out;
+}
+
+template <typename F>
+Host map1(const Host& a, F f) {
+  return generate(a.shape, [&](const Shape& i) { return f(at(a, i)); });
+}
+template <typename F>
+Host map2(const Host& a, const Host& b, F f) {
+  return generate(broadcast(a.shape, b.shape), [&](const Shape& i) { return f(at(a, i), at(b, i)); });
+}
+inline Host with_shape(Host h, const Shape& shape) { return {shape, std::move(h.v)}; }
+
+// Reduces `dims` (all when empty) with f from `init`; mean divides by the count.
+template <typename F>
+Host reduce(const Host& x, std::vector<int> dims, bool keepdim, double init, F f, bool mean = false) {
+  if (dims.empty())
+    for (int d = 0; d < x.shape.size(); ++d) dims.push_back(d);
+  for (int& d : dims) d = d < 0 ? d + x.shape.size() : d;
+  Shape kept = x.shape, out;
+  for (int d : dims) kept[d] = 1;
+  for (int d = 0; d < x.shape.size(); ++d)
+    if (std::find(dims.begin(), dims.end(), d) == dims.end()) out.push_back(x.shape[d]);
+  Host acc{kept, std::vector<double>(kept.numel(), init)};
+  for_each_index(x.shape, [&](const Shape& idx) {
+    double& a = acc.v[flat_index(acc, idx)];
+    a = f(a, at(x, idx));
+  });
+  if (mean)
+    for (double& a : acc.v) a /= static_cast<double>(x.shape.numel() / kept.numel());
+  return keepdim ? acc : with_shape(acc, out);
+}
+
+inline Host rsum(const Host& x, std::vector<int> dims = {}, bool keep = false) {
+  return reduce(x, dims, keep, 0.0, std::plus<>());
+}
+inline Host rmax(const Host& x, std::vector<int> dims = {}, bool keep = false) {
+  return reduce(x, dims, keep, -INFINITY, [](double a, double b) { return std::max(a, b); });
+}
+inline Host rmin(const Host& x, std::vector<int> dims = {}, bool keep = false) {
+  return reduce(x, dims, keep, INFINITY, [](double a, double b) { return std::min(a, b); });
+}
+
+inline Host softmax_ref(const Host& x, int dim, bool log) {
+  if (dim < 0) dim += x.shape.size();
+  return generate(x.shape, [&](const Shape& idx) {
+    Shape j = idx;
+    double m = -INFINITY, s = 0;
+    for (j[dim] = 0; j[dim] < x.shape[dim]; ++j[dim]) m = std::max(m, at(x, j));
+    for (j[dim] = 0; j[dim] < x.shape[dim]; ++j[dim]) s += std::exp(at(x, j) - m);
+    return log ? at(x, idx) - m - std::log(s) : std::exp(at(x, idx) - m) / s;
+  });
+}
+
+inline Host matmul_ref(Host a, Host b) {
+  const bool a_vec = a.shape.size() == 1, b_vec = b.shape.size() == 1;
+  if (a_vec) a.shape = {1, a.shape[0]};
+  if (b_vec) b.shape = {b.shape[0], 1};
+  const int na = a.shape.size(), nb = b.shape.size();
+  const int64_t M = a.shape[na - 2], K = a.shape[na - 1], N = b.shape[nb - 1];
+  Shape out = broadcast(Shape(std::vector<int64_t>(a.shape.begin(), a.shape.end() - 2)),
+                        Shape(std::vector<int64_t>(b.shape.begin(), b.shape.end() - 2)));
+  Shape final_shape = out;
+  out.push_back(M), out.push_back(N);
+  if (!a_vec) final_shape.push_back(M);
+  if (!b_vec) final_shape.push_back(N);
+  const int n = out.size();
+  Host r = generate(out, [&](const Shape& idx) {
+    Shape ia = idx, ib = idx;
+    double s = 0;
+    for (int64_t k = 0; k < K; ++k) {
+      ia[n - 1] = k, ib[n - 2] = k;
+      s += at(a, ia) * at(b, ib);
+    }
+    return s;
+  });
+  return with_shape(r, final_shape);
+}
+
+inline Host permute_ref(const Host& x, const std::vector<int>& dims) {
+  Shape shape;
+  for (int d : dims) shape.push_back(x.shape[d]);
+  return generate(shape, [&](const Shape& idx) {
+    Shape src = x.shape;
+    for (size_t i = 0; i < dims.size(); ++i) src[dims[i]] = idx[i];
+    return at(x, src);
+  });
+}
+
+// x[..., start + i·step, ...] along dim, `count` elements.
+inline Host slice_ref(const Host& x, int dim, int64_t start, int64_t count, int64_t step) {
+  Shape shape = x.shape;
+  shape[dim] = count;
+  return generate(shape, [&](const Shape& idx) {
+    Shape src = idx;
+    src[dim] = start + idx[dim] * step;
+    return at(x, src);
+  });
+}
+
+// Concatenation along dim (stack = cat of inputs with a size-1 dim inserted).
+inline Host cat_ref(const std::vector<Host>& xs, int dim) {
+  Shape shape = xs[0].shape;
+  shape[dim] = 0;
+  for (const Host& x : xs) shape[dim] += x.shape[dim];
+  return generate(shape, [&](const Shape& idx) {
+    Shape src = idx;
+    for (const Host& x : xs) {
+      if (src[dim] < x.shape[dim]) return at(x, src);
+      src[dim] -= x.shape[dim];
+    }
+    return double(NAN);
+  });
+}
+
+// --- the table --------------------------------------------------------------------------------------------
+enum class Domain { normal, positive };
+struct In {
+  Shape shape;
+  Domain domain = Domain::normal;
+};
+inline In N(Shape s) { return {s, Domain::normal}; }
+inline In P(Shape s) { return {s, Domain::positive}; }  // in [0.5, 2): for log, sqrt, pow bases, divisors
+
+using V = const std::vector<Tensor>&;
+using H = const std::vector<Host>&;
+
+struct OpCase {
+  std::string name;
+  std::vector<In> inputs;
+  std::function<Tensor(V)> op;
+  std::function<Host(H)> ref;
+  double forward_tol = 1e-12;  // relative and absolute, against the reference
+  double eps = 1e-6, atol = 1e-5, rtol = 1e-3;
+};
+
+inline const Tensor kGatherIndex = from_vector<int64_t>({0, 3, 1, 1, 2, 0}, {3, 2});
+inline const Tensor kSelectIndex = from_vector<int64_t>({2, 0, 2}, {3});
+inline const Tensor kMask = from_vector<bool>({true, false, false, true, true, false}, {2, 3});
+inline const Host kMaskHost{{2, 3}, {1, 0, 0, 1, 1, 0}};
+
+inline double gelu_ref(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
+
+// NOLINTBEGIN(readability-function-size): one line per op
+inline const std::vector<OpCase>& op_table() {
+  static const std::vector<OpCase> table = {
+    // element-wise, two inputs (broadcasting, scalars)
+    {"add", {N({2, 3}), N({2, 3})}, [](V x) { return x[0] + x[1]; }, [](H h) { return map2(h[0], h[1], std::plus<>()); }},
+    {"add_broadcast", {N({2, 3}), N({3})}, [](V x) { return add(x[0], x[1]); }, [](H h) { return map2(h[0], h[1], std::plus<>()); }},
+    {"sub", {N({2, 1, 3}), N({4, 1})}, [](V x) { return x[0] - x[1]; }, [](H h) { return map2(h[0], h[1], std::minus<>()); }},
+    {"sub_scalar_left", {N({3, 2})}, [](V x) { return 2.0 - x[0]; }, [](H h) { return map1(h[0], [](double a) { return 2 - a; }); }},
+    {"mul", {N({3, 4}), N({3, 4})}, [](V x) { return x[0] * x[1]; }, [](H h) { return map2(h[0], h[1], std::multiplies<>()); }},
+    {"mul_broadcast", {N({2, 3}), N({2, 1})}, [](V x) { return mul(x[0], x[1]); }, [](H h) { return map2(h[0], h[1], std::multiplies<>()); }},
+    {"mul_scalar", {N({2, 3})}, [](V x) { return x[0] * 2.5; }, [](H h) { return map1(h[0], [](double a) { return a * 2.5; }); }},
+    {"mul_0d", {N({2, 3}), N({})}, [](V x) { return x[0] * x[1]; }, [](H h) { return map2(h[0], h[1], std::multiplies<>()); }},
+    {"div", {N({2, 3}), P({2, 3})}, [](V x) { return x[0] / x[1]; }, [](H h) { return map2(h[0], h[1], std::divides<>()); }},
+    {"div_scalar_left", {P({3, 2})}, [](V x) { return 1.5 / x[0]; }, [](H h) { return map1(h[0], [](double a) { return 1.5 / a; }); }},
+    {"pow", {P({2, 3}), N({2, 3})}, [](V x) { return pow(x[0], x[1]); }, [](H h) { return map2(h[0], h[1], [](double a, double b) { return std::pow(a, b); }); }},
+    {"maximum", {N({3, 4}), N({3, 4})}, [](V x) { return maximum(x[0], x[1]); }, [](H h) { return map2(h[0], h[1], [](double a, double b) { return std::max(a, b); }); }},
+    {"minimum", {N({3, 4}), N({4})}, [](V x) { return minimum(x[0], x[1]); }, [](H h) { return map2(h[0], h[1], [](double a, double b) { return std::min(a, b); }); }},
+    {"where", {N({2, 3}), N({3})}, [](V x) { return where(kMask.to(x[0].device()), x[0], x[1]); }, [](H h) { return generate({2, 3}, [&](const Shape& i) { return at(kMaskHost, i) != 0 ? at(h[0], i) : at(h[1], i); }); }},
+    // element-wise, one input
+    {"neg", {N({2, 3})}, [](V x) { return -x[0]; }, [](H h) { return map1(h[0], [](double a) { return -a; }); }},
+    {"abs", {N({2, 3})}, [](V x) { return abs(x[0]); }, [](H h) { return map1(h[0], [](double a) { return std::abs(a); }); }},
+    {"sign", {N({2, 3})}, [](V x) { return sign(x[0]) * x[0]; }, [](H h) { return map1(h[0], [](double a) { return std::abs(a); }); }},
+    {"exp", {N({2, 3})}, [](V x) { return exp(x[0]); }, [](H h) { return map1(h[0], [](double a) { return std::exp(a); }); }},
+    {"log", {P({2, 3})}, [](V x) { return log(x[0]); }, [](H h) { return map1(h[0], [](double a) { return std::log(a); }); }},
+    {"sqrt", {P({2, 3})}, [](V x) { return sqrt(x[0]); }, [](H h) { return map1(h[0], [](double a) { return std::sqrt(a); }); }},
+    {"rsqrt", {P({2, 3})}, [](V x) { return rsqrt(x[0]); }, [](H h) { return map1(h[0], [](double a) { return 1 / std::sqrt(a); }); }},
+    {"square", {N({2, 3})}, [](V x) { return square(x[0]); }, [](H h) { return map1(h[0], [](double a) { return a * a; }); }},
+    {"tanh", {N({2, 3})}, [](V x) { return tanh(x[0]); }, [](H h) { return map1(h[0], [](double a) { return std::tanh(a); }); }},
+    {"sigmoid", {N({2, 3})}, [](V x) { return sigmoid(x[0]); }, [](H h) { return map1(h[0], [](double a) { return 1 / (1 + std::exp(-a)); }); }},
+    {"relu", {N({3, 4})}, [](V x) { return relu(x[0]); }, [](H h) { return map1(h[0], [](double a) { return a > 0 ? a : 0; }); }},
+    {"gelu", {N({3, 4})}, [](V x) { return gelu(x[0]); }, [](H h) { return map1(h[0], gelu_ref); }},
+    {"pow_scalar", {P({2, 3})}, [](V x) { return pow(x[0], 2.5); }, [](H h) { return map1(h[0], [](double a) { return std::pow(a, 2.5); }); }},
+    {"pow_scalar_int", {N({2, 3})}, [](V x) { return x[0].pow(3); }, [](H h) { return map1(h[0], [](double a) { return a * a * a; }); }},
+    {"clamp", {N({3, 4})}, [](V x) { return clamp(x[0], -0.5, 0.7); }, [](H h) { return map1(h[0], [](double a) { return std::clamp(a, -0.5, 0.7); }); }},
+    // reductions
+    {"sum", {N({3, 4})}, [](V x) { return sum(x[0]); }, [](H h) { return rsum(h[0]); }},
+    {"sum_dim", {N({3, 4})}, [](V x) { return x[0].sum({1}); }, [](H h) { return rsum(h[0], {1}); }},
+    {"sum_dims_keepdim", {N({2, 3, 4})}, [](V x) { return sum(x[0], {0, -1}, true); }, [](H h) { return rsum(h[0], {0, 2}, true); }},
+    {"mean", {N({3, 4})}, [](V x) { return mean(x[0]); }, [](H h) { return reduce(h[0], {}, false, 0.0, std::plus<>(), true); }},
+    {"mean_dim_keepdim", {N({3, 4})}, [](V x) { return mean(x[0], {-1}, true); }, [](H h) { return reduce(h[0], {1}, true, 0.0, std::plus<>(), true); }},
+    {"max", {N({3, 4})}, [](V x) { return max(x[0]); }, [](H h) { return rmax(h[0]); }},
+    {"min", {N({3, 4})}, [](V x) { return x[0].min(); }, [](H h) { return rmin(h[0]); }},
+    {"amax", {N({2, 3, 4})}, [](V x) { return amax(x[0], {1}); }, [](H h) { return rmax(h[0], {1}); }},
+    {"amin", {N({2, 3, 4})}, [](V x) { return amin(x[0], {0, 2}, true); }, [](H h) { return rmin(h[0], {0, 2}, true); }},
+    {"max_dim", {N({3, 4})}, [](V x) { return std::get<0>(max(x[0], 1)); }, [](H h) { return rmax(h[0], {1}); }},
+    {"min_dim", {N({3, 4})}, [](V x) { return std::get<0>(min(x[0], 0, true)); }, [](H h) { return rmin(h[0], {0}, true); }},
+    {"softmax", {N({3, 5})}, [](V x) { return softmax(x[0], -1); }, [](H h) { return softmax_ref(h[0], -1, false); }},
+    {"softmax_dim0", {N({3, 5})}, [](V x) { return softmax(x[0], 0); }, [](H h) { return softmax_ref(h[0], 0, false); }},
+    {"log_softmax", {N({3, 5})}, [](V x) { return log_softmax(x[0], 1); }, [](H h) { return softmax_ref(h[0], 1, true); }},
+    {"log_softmax_dim0", {N({3, 5})}, [](V x) { return log_softmax(x[0], 0); }, [](H h) { return softmax_ref(h[0], 0, true); }},
+    // matmul
+    {"matmul", {N({3, 4}), N({4, 5})}, [](V x) { return matmul(x[0], x[1]); }, [](H h) { return matmul_ref(h[0], h[1]); }},
+    {"matmul_batched", {N({2, 3, 4}), N({2, 4, 5})}, [](V x) { return matmul(x[0], x[1]); }, [](H h) { return matmul_ref(h[0], h[1]); }},
+    {"matmul_broadcast_batch", {N({2, 1, 3, 4}), N({3, 4, 2})}, [](V x) { return matmul(x[0], x[1]); }, [](H h) { return matmul_ref(h[0], h[1]); }},
+    {"matmul_batched_by_matrix", {N({2, 3, 4}), N({4, 5})}, [](V x) { return x[0].matmul(x[1]); }, [](H h) { return matmul_ref(h[0], h[1]); }},
+    {"matmul_vector_matrix", {N({4}), N({4, 3})}, [](V x) { return matmul(x[0], x[1]); }, [](H h) { return matmul_ref(h[0], h[1]); }},
+    {"matmul_matrix_vector", {N({3, 4}), N({4})}, [](V x) { return matmul(x[0], x[1]); }, [](H h) { return matmul_ref(h[0], h[1]); }},
+    {"matmul_vector_vector", {N({4}), N({4})}, [](V x) { return matmul(x[0], x[1]); }, [](H h) { return matmul_ref(h[0], h[1]); }},
+    {"matmul_vector_batched", {N({4}), N({2, 4, 3})}, [](V x) { return matmul(x[0], x[1]); }, [](H h) { return matmul_ref(h[0], h[1]); }},
+    // views and copies
+    {"reshape", {N({2, 6})}, [](V x) { return x[0].reshape({3, -1}); }, [](H h) { return with_shape(h[0], {3, 4}); }},
+    {"view", {N({2, 6})}, [](V x) { return x[0].contiguous().view({4, 3}); }, [](H h) { return with_shape(h[0], {4, 3}); }},
+    {"flatten", {N({2, 3, 4})}, [](V x) { return x[0].flatten(1); }, [](H h) { return with_shape(h[0], {2, 12}); }},
+    {"squeeze", {N({3, 1, 4})}, [](V x) { return x[0].squeeze(); }, [](H h) { return with_shape(h[0], {3, 4}); }},
+    {"squeeze_dim", {N({3, 1, 4})}, [](V x) { return x[0].squeeze(1); }, [](H h) { return with_shape(h[0], {3, 4}); }},
+    {"unsqueeze", {N({3, 4})}, [](V x) { return x[0].unsqueeze(-1); }, [](H h) { return with_shape(h[0], {3, 4, 1}); }},
+    {"permute", {N({2, 3, 4})}, [](V x) { return x[0].permute({2, 0, 1}); }, [](H h) { return permute_ref(h[0], {2, 0, 1}); }},
+    {"transpose", {N({2, 3, 4})}, [](V x) { return x[0].transpose(0, -1); }, [](H h) { return permute_ref(h[0], {2, 1, 0}); }},
+    {"t", {N({3, 4})}, [](V x) { return x[0].t(); }, [](H h) { return permute_ref(h[0], {1, 0}); }},
+    {"narrow", {N({4, 5})}, [](V x) { return x[0].narrow(1, 1, 3); }, [](H h) { return slice_ref(h[0], 1, 1, 3, 1); }},
+    {"slice", {N({5, 4})}, [](V x) { return x[0].slice(0, -4, 5, 2); }, [](H h) { return slice_ref(h[0], 0, 1, 2, 2); }},
+    {"select", {N({3, 4})}, [](V x) { return x[0].select(1, -1); }, [](H h) { return with_shape(slice_ref(h[0], 1, 3, 1, 1), {3}); }},
+    {"expand", {N({3, 1})}, [](V x) { return x[0].expand({2, 3, 4}); }, [](H h) { return generate({2, 3, 4}, [&](const Shape& i) { return at(h[0], i); }); }},
+    {"contiguous", {N({3, 4})}, [](V x) { return x[0].contiguous() * 1.0; }, [](H h) { return h[0]; }},
+    {"clone", {N({3, 4})}, [](V x) { return x[0].clone(); }, [](H h) { return h[0]; }},
+    {"to_dtype", {N({3, 4})}, [](V x) { return x[0].to(DType::f32) * 2.0; }, [](H h) { return map1(h[0], [](double a) { return 2 * a; }); }, 1e-6, 1e-3, 1e-3, 1e-2},
+    // joining and indexing
+    {"cat", {N({2, 3}), N({4, 3})}, [](V x) { return cat({x[0], x[1]}, 0); }, [](H h) { return cat_ref(h, 0); }},
+    {"cat_dim1", {N({2, 3}), N({2, 2}), N({2, 1})}, [](V x) { return cat({x[0], x[1], x[2]}, -1); }, [](H h) { return cat_ref(h, 1); }},
+    {"stack", {N({2, 3}), N({2, 3})}, [](V x) { return stack({x[0], x[1]}, 1); }, [](H h) { return cat_ref({with_shape(h[0], {2, 1, 3}), with_shape(h[1], {2, 1, 3})}, 1); }},
+    {"index_select", {N({4, 3})}, [](V x) { return index_select(x[0], 0, kSelectIndex.to(x[0].device())); }, [](H h) { return generate({3, 3}, [&](const Shape& i) { return at(h[0], {std::vector<int64_t>{2, 0, 2}[i[0]], i[1]}); }); }},
+    {"gather", {N({3, 4})}, [](V x) { return gather(x[0], 1, kGatherIndex.to(x[0].device())); }, [](H h) { return generate({3, 2}, [&](const Shape& i) { return at(h[0], {i[0], std::vector<int64_t>{0, 3, 1, 1, 2, 0}[i[0] * 2 + i[1]]}); }); }},
+  };
+  return table;
+}
+// NOLINTEND(readability-function-size)
+
+// --- layouts --------------------------------------------------------------------------------------------------
+enum class Layout { contiguous, transposed, sliced, expanded };
+inline const char* layout_name(Layout l) {
+  static const char* names[] = {"contiguous", "transposed", "sliced", "expanded"};
+  return names[static_cast<int>(l)];
+}
+
+// Values drawn on the CPU in f64 (so a seed gives the same numbers whatever the dtype and device asked
+// for), then converted to `dtype` and moved to `device`.
+inline Tensor random_values(const Shape& shape, Domain domain, Generator& gen, DType dtype = DType::f64,
+                            Device device = kCPU) {
+  const Tensor u = rand(shape, {.dtype = DType::f64}, &gen);
+  NoGradGuard no_grad;
+  return (domain == Domain::positive ? u * 1.5 + 0.5 : (u - 0.5) * 4.0).to(dtype).to(device);
+}
+
+// A leaf for `in` in `layout`, on `device` in `dtype`; `expand` is set when the op must see
+// leaf.expand(in.shape). The buffer is filled and moved first, then viewed, so a leaf on another device
+// has the same layout (strides and offset) as the CPU one.
+inline Tensor make_leaf(const In& in, Layout layout, Generator& gen, bool& expand, DType dtype = DType::f64,
+                        Device device = kCPU) {
+  const Shape& s = in.shape;
+  expand = false;
+  Tensor leaf;
+  if (layout == Layout::transposed && s.size() >= 2) {  // a transposed view of a contiguous buffer
+    Shape swapped = s;
+    std::swap(swapped[s.size() - 1], swapped[s.size() - 2]);
+    leaf = random_values(swapped, in.domain, gen, dtype, device).transpose(-1, -2);
+  } else if (layout == Layout::sliced && !s.empty()) {  // every other element, from offset 1
+    Shape padded = s;
+    padded[s.size() - 1] = 2 * s.back() + 1;
+    leaf = random_values(padded, in.domain, gen, dtype, device).slice(-1, 1, 2 * s.back() + 1, 2);
+  } else if (layout == Layout::expanded && std::any_of(s.begin(), s.end(), [](int64_t n) { return n > 1; })) {
+    Shape one = s;
+    *std::find_if(one.begin(), one.end(), [](int64_t n) { return n > 1; }) = 1;
+    leaf = random_values(one, in.domain, gen, dtype, device);
+    expand = true;
+  } else {
+    leaf = random_values(s, in.domain, gen, dtype, device);
+  }
+  return leaf.requires_grad_();
+}
+
+}  // namespace ember::optable
