@@ -116,4 +116,44 @@ DeviceResult run_bench(const TrainConfig& config, Device device, const BenchOpti
   return r;
 }
 
+MaxBatchResult find_max_batch(const TrainConfig& config, Device device, int64_t limit, int64_t steps) {
+  EMBER_CHECK(limit >= 1, "find_max_batch: the limit is ", limit, "; it must be >= 1");
+  MaxBatchResult r;
+  const auto fits = [&](int64_t batch) {
+    TrainConfig c = config;
+    c.data.batch_size = batch;
+    bool ok = true;
+    try {
+      r.peak_mib = run_bench(c, device, {.steps = steps, .warmup = 0}).allocator_peak_mib;
+    } catch (const Error& e) {
+      if (std::string(e.what()).find("out of memory") == std::string::npos) throw;
+      ok = false;
+      r.failure = e.what();
+    }
+    backend(device).empty_cache(device.index);  // the next trial starts from what the device has free
+    r.trials.emplace_back(batch, ok);
+    return ok;
+  };
+  int64_t good = 0, bad = 0;  // the largest size that fit, the smallest that did not (0: none yet)
+  for (int64_t b = std::min(std::max<int64_t>(config.data.batch_size, 1), limit); bad == 0; b = std::min(2 * b, limit)) {
+    if (fits(b)) good = b;
+    else bad = b;
+    if (b == limit) break;
+  }
+  double good_peak = good > 0 ? r.peak_mib : 0;
+  while (bad != 0 && bad - good > 1) {  // the answer lies in [good, bad)
+    const int64_t mid = good + (bad - good) / 2;
+    if (fits(mid)) {
+      good = mid;
+      good_peak = r.peak_mib;
+    } else {
+      bad = mid;
+    }
+  }
+  r.batch_size = good;
+  r.failed_batch_size = bad;
+  r.peak_mib = good_peak;
+  return r;
+}
+
 }  // namespace ember::app

@@ -42,4 +42,17 @@ struct DeviceResult {
 // (a non-finite loss, naming the step; anything the backend throws).
 DeviceResult run_bench(const TrainConfig& config, Device device, const BenchOptions& options);
 
+// The largest batch size whose training steps fit in `device`'s memory: batch sizes double from the
+// config's until one runs out of memory (or `limit` is reached), then a binary search between the last
+// that fit and the first that did not. Each trial runs `steps` steps (the first step allocates the
+// optimizer state, the second reuses the memory as every later step does) and then empties the cache.
+struct MaxBatchResult {
+  int64_t batch_size = 0;         // the largest that fit (0: not even batch 1)
+  int64_t failed_batch_size = 0;  // the smallest that ran out of memory (0: none up to `limit`)
+  double peak_mib = 0;            // the allocator's peak at batch_size
+  std::string failure;            // the out-of-memory error at failed_batch_size
+  std::vector<std::pair<int64_t, bool>> trials;  // (batch size, fit), in the order tried
+};
+MaxBatchResult find_max_batch(const TrainConfig& config, Device device, int64_t limit, int64_t steps = 2);
+
 }  // namespace ember::app

@@ -1,9 +1,11 @@
 // ember-bench --config FILE.yaml [--device cpu|cuda|cuda:N|auto|both] [--steps N] [--warmup N]
-//             [--batch-size N] [--json] [--set key.path=value ...]
+//             [--batch-size N] [--json] [--set key.path=value ...] [--find-max-batch [--max-batch N]]
 // Trains the config's model for warmup + N steps on synthetic batches of the dataset's shape (apps/bench.h)
 // and reports per device samples/s, ms per step (median, min, max), peak memory and the loss after those
 // steps; with `both` and a usable GPU also the GPU/CPU speed-up and the largest loss difference between the
 // two devices over the same steps. A table, or one JSON object with --json (on stdout; logs go to stderr).
+// --find-max-batch searches instead the largest batch size that trains on a GPU without running out of
+// memory (apps/bench.h: find_max_batch).
 // Exit codes: apps/cli.h (2 for a --device cuda this build or machine cannot serve, with the reason; with
 // `both` an unusable CUDA is reported as skipped, with the reason, and the CPU half still runs).
 #include <cmath>
@@ -99,6 +101,32 @@ void print_table(const std::string& config_path, const app::TrainConfig& cfg, co
                 static_cast<long long>(comparison->max_loss_diff_step), static_cast<long long>(o.warmup + o.steps));
 }
 
+int print_max_batch(const std::string& config_path, Device device, const app::MaxBatchResult& r, bool as_json) {
+  if (as_json) {
+    json trials = json::array();
+    for (const auto& [batch, fit] : r.trials) trials.push_back({{"batch_size", batch}, {"fits", fit}});
+    std::printf("%s\n", json{{"config", config_path}, {"device", device.str()}, {"max_batch_size", r.batch_size},
+                              {"peak_memory_mib", r.peak_mib}, {"failed_batch_size", r.failed_batch_size},
+                              {"failure", r.failure}, {"trials", trials}}
+                             .dump(2)
+                             .c_str());
+    return 0;
+  }
+  std::printf("ember-bench %s on %s: %zu trials (batch size: fits?):", config_path.c_str(), device.str().c_str(),
+              r.trials.size());
+  for (const auto& [batch, fit] : r.trials) std::printf(" %lld:%s", static_cast<long long>(batch), fit ? "yes" : "no");
+  std::printf("\n");
+  if (r.batch_size == 0) {
+    std::printf("not even batch size 1 fits: %s\n", r.failure.c_str());
+    return 0;
+  }
+  std::printf("largest batch size that fits: %lld (allocator peak %.1f MiB)\n", static_cast<long long>(r.batch_size),
+              r.peak_mib);
+  if (r.failed_batch_size == 0) std::printf("(the search stopped at --max-batch; more may fit)\n");
+  else std::printf("batch size %lld runs out of memory: %s\n", static_cast<long long>(r.failed_batch_size), r.failure.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -107,7 +135,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> sets;
   app::BenchOptions options;
   int64_t batch_size = 0;
-  bool as_json = false;
+  bool as_json = false, find_max = false;
+  int64_t max_batch = int64_t{1} << 18;
   cli.add_option("--config", config_path, "the YAML config (as for ember-train)")->required();
   cli.add_option("--device", device, "cpu, cuda, cuda:N, auto or both (default: the config's device)");
   cli.add_option("--steps", options.steps, "timed steps")->capture_default_str()->check(CLI::PositiveNumber);
@@ -116,6 +145,10 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   cli.add_option("--batch-size", batch_size, "overrides data.batch_size")->check(CLI::PositiveNumber);
   cli.add_flag("--json", as_json, "print one JSON object instead of the table");
+  cli.add_flag("--find-max-batch", find_max, "search the largest batch size that fits in the GPU's memory");
+  cli.add_option("--max-batch", max_batch, "where --find-max-batch stops doubling")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cli.add_option("--set", sets, "override a config key with type checking, e.g. --set optimizer.lr=0.01")->take_all();
   if (const int code = app::parse_cli(cli, argc, argv); code >= 0) return code;
 
@@ -123,6 +156,13 @@ int main(int argc, char** argv) {
     if (batch_size > 0) sets.push_back("data.batch_size=" + std::to_string(batch_size));
     const app::TrainConfig cfg = app::load_config(config_path, sets, /*fashion_files=*/false);
     if (device.empty()) device = cfg.device;
+    if (find_max) {
+      const Device d = app::parse_device(device == "both" ? "cuda" : device);
+      if (d.is_cpu())
+        throw app::ConfigError("--find-max-batch needs a CUDA device: on the CPU, running out of memory ends the "
+                               "process (the kernel's OOM killer) before Ember could report it");
+      return print_max_batch(config_path, d, app::find_max_batch(cfg, d, max_batch, 2), as_json);
+    }
     // Parse every device before any work: a device that cannot be served fails fast (exit 2), except the
     // GPU half of `both`, which is reported as skipped with Device::parse's reason.
     std::vector<Row> rows;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing, builds, runs the test suite, runs it again under
 # AddressSanitizer + UndefinedBehaviorSanitizer, runs the threaded parts (data loader, autograd,
-# checkpoints) under ThreadSanitizer, then installs Ember and builds the consumer example against the
-# installed package. Exits non-zero on the first failure.
+# checkpoints) under ThreadSanitizer, runs each libFuzzer target for 20 s (clang), then installs Ember and
+# builds the consumer example against the installed package. Exits non-zero on the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -12,10 +12,12 @@ export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}" CCACHE_NOHASHDIR=1
 scripts/setup.sh
 SKIP_TIDY=1 scripts/lint.sh  # cppcheck (seconds); clang-tidy runs with scripts/lint.sh
 
-echo "== build (Release) =="
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+echo "== build (Release; with the CUDA backend where the toolkit and cuDNN are found, for sm_90 only) =="
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
+start=$SECONDS
 cmake --build build -j"$jobs"
-echo "== tests (including the long accuracy runs of the shipped configs) =="
+echo "build: $((SECONDS - start)) s"
+echo "== tests (including the long accuracy runs of the shipped configs; the CUDA parity suite skips without a GPU) =="
 ctest --test-dir build --output-on-failure -j"$jobs"
 
 echo "== tests under ASan + UBSan =="
@@ -29,6 +31,9 @@ echo "== data loader, autograd and checkpoint tests under ThreadSanitizer =="
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_TSAN=ON -DEMBER_BUILD_BENCH=OFF -DEMBER_CUDA=OFF >/dev/null
 cmake --build build-tsan -j"$jobs" --target test_data test_data_io test_data_loader test_autograd test_checkpoint
 EMBER_NUM_THREADS=1 ctest --test-dir build-tsan --output-on-failure -j"$jobs" -L 'data|autograd|optim'
+
+echo "== fuzz targets (clang + libFuzzer): each for 20 s on a copy of its seed corpus =="
+scripts/fuzz.sh build-fuzz 20  # a finding fails CI; its input is kept in build-fuzz/fuzz-findings/
 
 echo "== install + consumer project (find_package(ember)) =="
 rm -rf build/install build/consumer

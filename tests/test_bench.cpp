@@ -6,11 +6,17 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
 #include <ember/ember.h>
 
+#include "apps/bench.h"
+#include "apps/config.h"
+#include "backends/cpu/cpu_backend.h"
+#include "test_helpers.h"
 #include "test_train_util.h"
 
 using namespace ember;
@@ -207,4 +213,58 @@ TEST(Bench, BadConfigsAndArgumentsExitTwo) {
     EXPECT_EQ(r.rc, 2) << c.args << "\n" << r.output;
     EXPECT_NE(r.output.find(c.expected), std::string::npos) << c.expected << " missing in\n" << r.output;
   }
+}
+
+// --find-max-batch's search, on a CPU backend with 24 MiB of memory standing in for a GPU: the batch size it
+// reports trains, one more runs out of memory, and the error it keeps is the allocator's.
+namespace {
+struct CappedMemory {
+  static constexpr size_t kCapacity = size_t{24} << 20;
+  static inline std::map<void*, size_t> blocks;
+  static inline size_t live = 0;
+  static void* allocate(size_t bytes) {
+    if (bytes > kCapacity - live) return nullptr;
+    void* p = std::aligned_alloc(64, bytes);
+    blocks[p] = bytes;
+    live += bytes;
+    return p;
+  }
+  static void deallocate(void* p) {
+    live -= blocks.at(p);
+    blocks.erase(p);
+    std::free(p);
+  }
+};
+}  // namespace
+
+TEST(Bench, FindMaxBatchFindsTheBoundaryOnACappedDevice) {
+  const test::Scratch s;
+  const app::TrainConfig cfg = app::load_config(s.write("cfg.yaml", kConfig), {}, /*fashion_files=*/false);
+  cpu::CpuBackend standin({CappedMemory::allocate, CappedMemory::deallocate, "cuda:0", CappedMemory::kCapacity});
+  set_backend_override(DeviceType::CUDA, &standin);
+  const Device gpu(DeviceType::CUDA, 0);
+  const app::MaxBatchResult r = app::find_max_batch(cfg, gpu, 1 << 16, 2);
+  EXPECT_GT(r.batch_size, 32);  // the config's 32 fits many times over in 24 MiB
+  EXPECT_EQ(r.failed_batch_size, r.batch_size + 1);
+  EXPECT_NE(r.failure.find("cuda:0: out of memory"), std::string::npos) << r.failure;
+  EXPECT_NE(r.failure.find("device total 24.00 MiB"), std::string::npos) << r.failure;
+  EXPECT_NE(r.failure.find("lower the batch size"), std::string::npos) << r.failure;
+  EXPECT_GT(r.peak_mib, 0);
+  EXPECT_LE(r.peak_mib, 24);
+  EXPECT_EQ(CappedMemory::live, 0u);  // every trial gave its memory back
+  // The boundary is real: the reported size trains, one more does not.
+  app::TrainConfig c = cfg;
+  c.data.batch_size = r.batch_size;
+  EXPECT_NO_THROW(app::run_bench(c, gpu, {.steps = 2, .warmup = 0}));
+  standin.empty_cache(0);
+  c.data.batch_size = r.batch_size + 1;
+  EXPECT_TRUE(test::throws_error([&] { app::run_bench(c, gpu, {.steps = 2, .warmup = 0}); }, {"out of memory"}));
+  set_backend_override(DeviceType::CUDA, nullptr);
+}
+
+TEST(Bench, FindMaxBatchRefusesTheCpu) {
+  const test::Scratch s;
+  const Result r = bench(s, "--config " + s.write("cfg.yaml", kConfig) + " --device cpu --find-max-batch");
+  EXPECT_EQ(r.rc, 2) << r.output;
+  EXPECT_NE(r.output.find("--find-max-batch needs a CUDA device"), std::string::npos) << r.output;
 }

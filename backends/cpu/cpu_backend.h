@@ -8,6 +8,9 @@ namespace ember::cpu {
 
 class CpuBackend final : public Backend {
  public:
+  CpuBackend() = default;
+  // Memory from `system` instead of the C library: tests make a CPU stand-in for a GPU with a capacity.
+  explicit CpuBackend(CachingAllocator::SystemAllocator system) : allocator_(std::move(system)) {}
   DeviceType type() const override { return DeviceType::CPU; }
 
   void* allocate(size_t bytes, int) override { return allocator_.allocate(bytes); }
