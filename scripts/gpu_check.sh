@@ -16,7 +16,7 @@ if [ "$src" != "$PWD" ] && [ ! -e "$src" ]; then mkdir -p "$(dirname "$src")" &&
 mkdir -p build-gpu && xz -dc .gpu/build.tar.xz | tar -C build-gpu -xf -
 cudnn=$(dirname "$(find / -name 'libcudnn.so.9' -not -path '/proc/*' 2>/dev/null | head -1)")
 cublas=$(dirname "$(find / -name 'libcublas.so.13' -not -path '/proc/*' 2>/dev/null | head -1)")
-export LD_LIBRARY_PATH="$PWD/.gpu/lib:$cudnn:$cublas:${LD_LIBRARY_PATH:-}"
+export LD_LIBRARY_PATH="$PWD/build-gpu/lib:$cudnn:$cublas:${LD_LIBRARY_PATH:-}"
 export OMP_WAIT_POLICY=passive
 data="data.dir=$PWD/.gpu/data"
 failed=0
