@@ -121,4 +121,38 @@ struct ReductionPlan {
   }
 };
 
+// How a row-major BLAS call sees one matrix (dims 1, 2) of a 3-D operand: as stored, with leading dim ld,
+// when its columns have unit stride; transposed when its rows do. (cuBLAS computes the row-major product
+// as the transposed column-major one, with the same flags.) Throws when neither dim has unit stride.
+struct GemmLayout {
+  bool transposed = false;
+  int64_t ld = 1;
+};
+inline GemmLayout gemm_layout(const TensorArg& arg, const char* name) {
+  const int64_t rows = arg.shape[1], cols = arg.shape[2];
+  const int64_t rs = arg.strides[1], cs = arg.strides[2];
+  if (cs == 1 && (rows == 1 || rs >= cols)) return {false, rows == 1 ? (cols > 1 ? cols : 1) : rs};
+  if (rs == 1 && (cols == 1 || cs >= rows)) return {true, cols == 1 ? (rows > 1 ? rows : 1) : cs};
+  detail::throw_error("matmul: operand ", name, " has strides [", rs, ", ", cs,
+                      "] with no unit stride; make it contiguous first");
+}
+
+// gather and scatter_add iterate over the index's shape with three operands: the iterated tensor (out for
+// gather, in for scatter_add), the index, and `other` — the addressed tensor viewed with the iterated
+// shape and its `dim` stride pinned to 0, so that element + index · `step` is the addressed element; an
+// index must lie in [0, limit).
+struct IndexPlan {
+  TensorArg other;
+  int64_t limit = 0, step = 0;
+  IndexPlan(const TensorArg& iterated, const TensorArg& addressed, int dim) : other(addressed) {
+    other.ndim = iterated.ndim;
+    for (int d = 0; d < iterated.ndim; ++d) {
+      other.shape[d] = iterated.shape[d];
+      other.strides[d] = d == dim ? 0 : addressed.strides[d];
+    }
+    limit = addressed.shape[dim];
+    step = addressed.strides[dim];
+  }
+};
+
 }  // namespace ember

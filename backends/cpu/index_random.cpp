@@ -7,23 +7,15 @@
 
 namespace ember::cpu {
 
-// Iterates over the index tensor's shape with three operands: the iterated tensor (out for gather, in
-// for scatter_add), the index, and the other tensor with its `dim` stride set to 0 — the loop body then
-// adds index * stride[dim] itself.
+// Iterates over the index tensor's shape with the three operands of an IndexPlan (backends/strided.h).
 void CpuBackend::index(IndexOp op, const TensorArg& in, const TensorArg& index, const TensorArg& out, int dim) {
   EMBER_CHECK(index.dtype == DType::i64, "gather/scatter: index must be i64, got ", dtype_name(index.dtype));
   EMBER_CHECK(in.dtype == out.dtype, "gather/scatter: input and output dtypes differ");
   const bool gather = op == IndexOp::gather;
   const TensorArg& iterated = gather ? out : in;
-  const TensorArg& addressed = gather ? in : out;
-  TensorArg other = addressed;  // viewed with the iterated shape, `dim` pinned
-  other.ndim = iterated.ndim;
-  for (int d = 0; d < iterated.ndim; ++d) {
-    other.shape[d] = iterated.shape[d];
-    other.strides[d] = d == dim ? 0 : addressed.strides[d];
-  }
-  const int64_t limit = addressed.shape[dim];
-  const int64_t step = addressed.strides[dim];
+  const IndexPlan plan(iterated, gather ? in : out, dim);
+  const TensorArg& other = plan.other;
+  const int64_t limit = plan.limit, step = plan.step;
   std::atomic<int64_t> bad{-1};
   std::atomic<bool> found_bad{false};
   dispatch_dtype(in.dtype, "gather", [&](auto tag) {

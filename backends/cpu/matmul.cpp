@@ -2,23 +2,19 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/openblas.h"
 #include "backends/cpu/parallel.h"
+#include "backends/strided.h"
 
 namespace ember::cpu {
 namespace {
 
-// How BLAS sees one matrix of `arg` (dims 1, 2): row-major with leading dim `ld`, maybe transposed.
 struct GemmOperand {
   int trans;
   int64_t ld;
 };
 
 GemmOperand gemm_operand(const TensorArg& arg, const char* name) {
-  const int64_t rows = arg.shape[1], cols = arg.shape[2];
-  const int64_t rs = arg.strides[1], cs = arg.strides[2];
-  if (cs == 1 && (rows == 1 || rs >= cols)) return {kNoTrans, rows == 1 ? std::max<int64_t>(cols, 1) : rs};
-  if (rs == 1 && (cols == 1 || cs >= rows)) return {kTrans, cols == 1 ? std::max<int64_t>(rows, 1) : cs};
-  detail::throw_error("matmul: operand ", name, " has strides [", rs, ", ", cs,
-                      "] with no unit stride; make it contiguous first");
+  const GemmLayout l = gemm_layout(arg, name);
+  return {l.transposed ? kTrans : kNoTrans, l.ld};
 }
 
 template <typename T>

@@ -12,8 +12,8 @@ __device__ inline void atomic_add(int64_t* a, int64_t v) {  // two's complement:
 }
 __device__ inline void atomic_add(bool*, bool) {}  // rejected on the host
 
-// Operands: p[0] the iterated tensor (out for gather, in for scatter_add), p[1] the index, p[2] the other
-// tensor at position 0 of `dim` (its dim stride is pinned to 0; the index times `step` is added here).
+// Operands (an IndexPlan's): p[0] the iterated tensor, p[1] the index, p[2] the addressed tensor at
+// position 0 of `dim`; the index times `step` is added here.
 template <typename T, bool kGather>
 struct IndexElement {
   int64_t limit, step;
@@ -51,14 +51,9 @@ void CudaBackend::index(IndexOp op, const TensorArg& in, const TensorArg& index,
   EMBER_CHECK(gather || in.dtype != DType::b8, "scatter_add: not defined for bool tensors on CUDA; convert with .to(DType::i64)");
   DeviceContext& ctx = context(out.device_index);
   const TensorArg& iterated = gather ? out : in;
-  const TensorArg& addressed = gather ? in : out;
-  TensorArg other = addressed;  // viewed with the iterated shape, `dim` pinned
-  other.ndim = iterated.ndim;
-  for (int d = 0; d < iterated.ndim; ++d) {
-    other.shape[d] = iterated.shape[d];
-    other.strides[d] = d == dim ? 0 : addressed.strides[d];
-  }
-  const int64_t limit = addressed.shape[dim], step = addressed.strides[dim];
+  const IndexPlan plan(iterated, gather ? in : out, dim);  // backends/strided.h, as the CPU
+  const TensorArg& other = plan.other;
+  const int64_t limit = plan.limit, step = plan.step;
   dispatch_dtype(in.dtype, "gather", [&](auto tag) {
     using T = decltype(tag);
     if (gather) launch_elementwise<3>(ctx.stream, {&iterated, &index, &other}, IndexElement<T, true>{limit, step, dim, ctx.error});

@@ -14,14 +14,9 @@ struct GemmOperand {
   int64_t ld;
 };
 
-// Same rule as the CPU backend's: unit stride along columns → as stored; along rows → transposed.
 GemmOperand gemm_operand(const TensorArg& arg, const char* name) {
-  const int64_t rows = arg.shape[1], cols = arg.shape[2];
-  const int64_t rs = arg.strides[1], cs = arg.strides[2];
-  if (cs == 1 && (rows == 1 || rs >= cols)) return {CUBLAS_OP_N, rows == 1 ? std::max<int64_t>(cols, 1) : rs};
-  if (rs == 1 && (cols == 1 || cs >= rows)) return {CUBLAS_OP_T, cols == 1 ? std::max<int64_t>(rows, 1) : cs};
-  ember::detail::throw_error("matmul: operand ", name, " has strides [", rs, ", ", cs,
-                             "] with no unit stride; make it contiguous first");
+  const GemmLayout l = gemm_layout(arg, name);  // backends/strided.h: the CPU's rule
+  return {l.transposed ? CUBLAS_OP_T : CUBLAS_OP_N, l.ld};
 }
 
 struct IntGemm {
