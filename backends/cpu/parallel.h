@@ -1,6 +1,7 @@
 #pragma once
 // The CPU backend's one thread pool: OpenMP (libgomp). OpenBLAS is loaded in its OpenMP build, so GEMM
 // runs on the same threads instead of a second spinning pool (DESIGN.md, CPU facts).
+#include <algorithm>
 #include <cstdint>
 
 namespace ember::cpu {
@@ -30,7 +31,7 @@ void parallel_for(int64_t n, int64_t grain, Fn&& fn) {
     return;
   }
   const int64_t max_chunks = (n + grain - 1) / grain;
-  const int team = static_cast<int>(max_chunks < threads ? max_chunks : threads);
+  const int team = static_cast<int>(std::clamp<int64_t>(max_chunks, 1, threads));  // ≥ 1: divides below
 #pragma omp parallel num_threads(team)
   {
     enable_flush_denormal_on_this_thread();
