@@ -1,6 +1,7 @@
 // Contexts, memory, host copies and kernel-reported errors of the CUDA backend.
 #include "backends/cuda/cuda_backend.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -143,7 +144,10 @@ void CudaBackend::deallocate(void* ptr, size_t bytes, int device_index) {
 
 MemoryStats CudaBackend::memory_stats(int device_index) { return context(device_index).allocator->stats(); }
 void CudaBackend::reset_peak_memory_stats(int device_index) { context(device_index).allocator->reset_peak(); }
-void CudaBackend::empty_cache(int device_index) { context(device_index).allocator->empty_cache(); }
+void CudaBackend::empty_cache(int device_index) {
+  context(device_index).allocator->empty_cache();
+  pinned_.release_cached();
+}
 
 void CudaBackend::synchronize(int device_index) {
   DeviceContext& ctx = context(device_index);
@@ -161,20 +165,28 @@ void CudaBackend::copy_bytes_host(void* device_ptr, void* host_ptr, size_t bytes
     return;
   }
   // To the device: from page-locked memory the copy is asynchronous. Pageable memory would make the
-  // driver wait for the stream, so it is staged through a pinned block first.
+  // driver wait for the stream, so it is staged through pinned blocks, in chunks (the pool then holds a
+  // few chunks, not a copy of the largest tensor ever moved).
   if (pinned_.owns(host_ptr, bytes)) {
     EMBER_CUDA_CHECK(cudaMemcpyAsync(device_ptr, host_ptr, bytes, cudaMemcpyHostToDevice, ctx.stream));
     return;
   }
-  void* stage = pinned_.allocate(bytes);
-  if (stage == nullptr) {  // no page-locked memory left: a synchronous copy still works
-    EMBER_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));  // device_ptr's block may be in use by queued ops
-    EMBER_CUDA_CHECK(cudaMemcpy(device_ptr, host_ptr, bytes, cudaMemcpyHostToDevice));
-    return;
+  constexpr size_t kChunk = size_t{32} << 20;
+  auto* dst = static_cast<char*>(device_ptr);
+  const auto* src = static_cast<const char*>(host_ptr);
+  for (size_t done = 0; done < bytes;) {
+    const size_t n = std::min(kChunk, bytes - done);
+    void* stage = pinned_.allocate(n);
+    if (stage == nullptr) {  // no page-locked memory left: a synchronous copy still works
+      EMBER_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));  // the destination may be in use by queued ops
+      EMBER_CUDA_CHECK(cudaMemcpy(dst + done, src + done, bytes - done, cudaMemcpyHostToDevice));
+      return;
+    }
+    std::memcpy(stage, src + done, n);
+    EMBER_CUDA_CHECK(cudaMemcpyAsync(dst + done, stage, n, cudaMemcpyHostToDevice, ctx.stream));
+    pinned_.release(stage, n, {ctx.stream});
+    done += n;
   }
-  std::memcpy(stage, host_ptr, bytes);
-  EMBER_CUDA_CHECK(cudaMemcpyAsync(device_ptr, stage, bytes, cudaMemcpyHostToDevice, ctx.stream));
-  pinned_.release(stage, bytes, {ctx.stream});
 }
 
 std::string CudaBackend::describe() {

@@ -46,6 +46,7 @@ class PinnedPool {
   void release(void* ptr, size_t bytes, const std::vector<cudaStream_t>& streams);
   bool owns(const void* ptr, size_t bytes) const;  // [ptr, ptr + bytes) lies in one of this pool's blocks
   size_t reserved() const;
+  void release_cached();  // frees the cached blocks whose copies have finished (empty_cache)
 
  private:
   struct Block {

@@ -67,6 +67,20 @@ bool PinnedPool::owns(const void* ptr, size_t bytes) const {
   return p + bytes <= it->first + it->second.size;
 }
 
+void PinnedPool::release_cached() {
+  std::lock_guard lock(mutex_);
+  for (auto& list : free_) {
+    std::erase_if(list, [&](void* ptr) {
+      const auto it = blocks_.find(static_cast<const char*>(ptr));
+      if (!ready(it->second)) return false;
+      reserved_ -= it->second.size;
+      blocks_.erase(it);
+      cudaFreeHost(ptr);
+      return true;
+    });
+  }
+}
+
 size_t PinnedPool::reserved() const {
   std::lock_guard lock(mutex_);
   return reserved_;
