@@ -79,7 +79,7 @@ CudaBackend& cuda_backend() {
 Backend& backend_instance() { return cuda_backend(); }
 
 DeviceContext& CudaBackend::context(int index) {
-  EMBER_CHECK(index >= 0 && index < device_count(), "cuda:", index, ": ",
+  EMBER_CHECK(index >= 0 && index < device_count() && index < kMaxGpus, "cuda:", index, ": ",
               device_count() == 0 ? unavailable_reason()
                                   : "this machine has " + std::to_string(device_count()) + " GPU(s)");
   DeviceContext* ctx = contexts_[index].load(std::memory_order_acquire);

@@ -155,7 +155,8 @@ class CudaBackend final : public Backend {
   std::vector<cudaStream_t> streams();
 
   std::mutex mutex_;
-  std::atomic<DeviceContext*> contexts_[64] = {};  // by device index, created on first use, never freed
+  static constexpr int kMaxGpus = 64;
+  std::atomic<DeviceContext*> contexts_[kMaxGpus] = {};  // by device index, created on first use, never freed
   PinnedPool pinned_;
 };
 
