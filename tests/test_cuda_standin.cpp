@@ -1,7 +1,7 @@
 // Core's cross-device plumbing, run on any machine: a second, separate instance of the CPU backend serves
 // DeviceType::CUDA (set_backend_override), so "cuda:0" tensors exist without a GPU. What is checked is
 // core's part — moving tensors and modules, device checks and their messages, autograd across devices,
-// optimizer state, files, the ember::cuda memory API — not the CUDA kernels (tests/test_cuda_parity.cpp).
+// optimizer state, files, the ember::cuda memory API — not the CUDA kernels (tests/test_cuda_parity.cpp, tests/test_cuda_backend.cpp).
 //
 // NOTE: a Storage frees its memory through the backend that allocated it, so the stand-in must outlive
 // every tensor it served: it is a function-local static, destroyed after the last test.

@@ -118,11 +118,11 @@ DeviceContext& CudaBackend::create_context(int index) {
   return *raw;
 }
 
-std::vector<cudaStream_t> CudaBackend::streams() {
-  std::vector<cudaStream_t> out;
+size_t CudaBackend::streams(cudaStream_t (&out)[kMaxGpus]) {
+  size_t n = 0;
   for (const auto& c : contexts_)
-    if (DeviceContext* ctx = c.load(std::memory_order_acquire)) out.push_back(ctx->stream);
-  return out;
+    if (DeviceContext* ctx = c.load(std::memory_order_acquire)) out[n++] = ctx->stream;
+  return n;
 }
 
 void* CudaBackend::allocate(size_t bytes, int device_index) {
@@ -137,7 +137,10 @@ void* CudaBackend::allocate(size_t bytes, int device_index) {
 
 void CudaBackend::deallocate(void* ptr, size_t bytes, int device_index) {
   if (ptr == nullptr) return;
-  if (device_index == kPinnedHost) return pinned_.release(ptr, bytes, streams());
+  if (device_index == kPinnedHost) {
+    cudaStream_t all[kMaxGpus];
+    return pinned_.release(ptr, bytes, {all, streams(all)});
+  }
   // NOTE: no context() here: it may throw (a pending kernel error), and this runs in destructors.
   contexts_[device_index].load(std::memory_order_acquire)->allocator->deallocate(ptr, bytes);
 }
@@ -184,7 +187,7 @@ void CudaBackend::copy_bytes_host(void* device_ptr, void* host_ptr, size_t bytes
     }
     std::memcpy(stage, src + done, n);
     EMBER_CUDA_CHECK(cudaMemcpyAsync(dst + done, stage, n, cudaMemcpyHostToDevice, ctx.stream));
-    pinned_.release(stage, n, {ctx.stream});
+    pinned_.release(stage, n, {&ctx.stream, 1});
     done += n;
   }
 }

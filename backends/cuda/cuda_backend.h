@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <vector>
 
 #include "backends/backend.h"
@@ -43,7 +44,7 @@ class PinnedPool {
  public:
   void* allocate(size_t bytes);
   // `streams`: where copies that read the block may still be queued.
-  void release(void* ptr, size_t bytes, const std::vector<cudaStream_t>& streams);
+  void release(void* ptr, size_t bytes, std::span<const cudaStream_t> streams);
   bool owns(const void* ptr, size_t bytes) const;  // [ptr, ptr + bytes) lies in one of this pool's blocks
   size_t reserved() const;
   void release_cached();  // frees the cached blocks whose copies have finished (empty_cache)
@@ -56,6 +57,7 @@ class PinnedPool {
   bool ready(Block& b);
   mutable std::mutex mutex_;
   std::map<const char*, Block> blocks_;                // every block, live or cached, by address
+  std::vector<cudaEvent_t> idle_events_;               // completed events, recorded again by the next release
   std::vector<std::vector<void*>> free_;               // by CachingAllocator::class_index
   size_t reserved_ = 0;
 };
@@ -152,10 +154,11 @@ class CudaBackend final : public Backend {
 
  private:
   DeviceContext& create_context(int index);
-  std::vector<cudaStream_t> streams();
+  static constexpr int kMaxGpus = 64;
+  // The streams of the contexts created so far, into `out`; returns how many.
+  size_t streams(cudaStream_t (&out)[kMaxGpus]);
 
   std::mutex mutex_;
-  static constexpr int kMaxGpus = 64;
   std::atomic<DeviceContext*> contexts_[kMaxGpus] = {};  // by device index, created on first use, never freed
   PinnedPool pinned_;
 };

@@ -11,7 +11,7 @@ bool PinnedPool::ready(Block& b) {
     if (st == cudaErrorNotReady) return false;
     EMBER_CUDA_CHECK(st);
   }
-  for (cudaEvent_t e : b.pending) cudaEventDestroy(e);
+  idle_events_.insert(idle_events_.end(), b.pending.begin(), b.pending.end());
   b.pending.clear();
   return true;
 }
@@ -39,14 +39,19 @@ void* PinnedPool::allocate(size_t bytes) {
   return p;
 }
 
-void PinnedPool::release(void* ptr, size_t bytes, const std::vector<cudaStream_t>& streams) {
+void PinnedPool::release(void* ptr, size_t bytes, std::span<const cudaStream_t> streams) {
   const size_t cls = static_cast<size_t>(CachingAllocator::class_index(CachingAllocator::size_class(bytes)));
   std::lock_guard lock(mutex_);
   Block& b = blocks_.at(static_cast<const char*>(ptr));
   for (cudaStream_t s : streams) {
-    cudaEvent_t e = nullptr;
+    cudaEvent_t e = nullptr;  // a completed one again, or a new one (no driver allocation per copy)
+    if (!idle_events_.empty()) {
+      e = idle_events_.back();
+      idle_events_.pop_back();
+    }
     // NOTE: runs in destructors: on failure, wait for the stream instead of throwing.
-    if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess || cudaEventRecord(e, s) != cudaSuccess) {
+    if ((e == nullptr && cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) ||
+        cudaEventRecord(e, s) != cudaSuccess) {
       cudaGetLastError();
       if (e != nullptr) cudaEventDestroy(e);
       cudaStreamSynchronize(s);
