@@ -91,52 +91,17 @@ Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b) {
 }
 
 // --- one input ---------------------------------------------------------------------------------------------
-// Ops whose derivative is cheapest from the output save y; the rest save x.
-constexpr bool saves_output(UnaryOp op) {
-  return op == UnaryOp::exp || op == UnaryOp::sqrt || op == UnaryOp::rsqrt || op == UnaryOp::tanh ||
-         op == UnaryOp::sigmoid || op == UnaryOp::relu || op == UnaryOp::reciprocal;
-}
-constexpr bool saves_nothing(UnaryOp op) { return op == UnaryOp::neg || op == UnaryOp::sign; }
-
+// Every unary op's backward is its functor's derivative (backends/kernels.h), from what its table line
+// says it saves (x, y or nothing).
 struct UnaryBackward : autograd::Node {
   UnaryOp op{};
   double alpha = 0, beta = 0;
-  SavedTensor saved;  // x, or y when saves_output(op)
+  SavedTensor saved;
 
   std::string_view name() const override { return op_name(op); }
   void release() override { saved.release(); }
   void backward(const Tensor& g, Tensor* grad_inputs) override {
-    if (op == UnaryOp::neg) {
-      grad_inputs[0] = -g;
-      return;
-    }
-    if (op == UnaryOp::sign) {  // piecewise constant: zero gradient (as PyTorch)
-      grad_inputs[0] = zeros_like(g);
-      return;
-    }
-    const Tensor s = saved.unpack(*this);
-    switch (op) {
-      case UnaryOp::abs: grad_inputs[0] = g * sign(s); break;
-      case UnaryOp::exp: grad_inputs[0] = g * s; break;
-      case UnaryOp::log: grad_inputs[0] = g / s; break;
-      case UnaryOp::sqrt: grad_inputs[0] = g / (s * 2.0); break;                 // 1 / (2·√x)
-      case UnaryOp::rsqrt: grad_inputs[0] = g * (s * s * s) * -0.5; break;       // -x^(-3/2) / 2
-      case UnaryOp::reciprocal: grad_inputs[0] = -(g * square(s)); break;        // -1 / x²
-      case UnaryOp::square: grad_inputs[0] = g * s * 2.0; break;
-      case UnaryOp::tanh: grad_inputs[0] = raw::binary(BinaryOp::tanh_backward, g, s); break;
-      case UnaryOp::sigmoid: grad_inputs[0] = raw::binary(BinaryOp::sigmoid_backward, g, s); break;
-      case UnaryOp::relu: grad_inputs[0] = raw::binary(BinaryOp::relu_backward, g, s); break;  // y > 0 ⇔ x > 0
-      case UnaryOp::gelu: grad_inputs[0] = raw::binary(BinaryOp::gelu_backward, g, s); break;
-      case UnaryOp::pow_scalar:
-        grad_inputs[0] = alpha == 0 ? zeros_like(g) : g * pow(s, alpha - 1) * alpha;
-        break;
-      case UnaryOp::clamp: {  // passes the gradient where min <= x <= max (bounds included, as PyTorch)
-        const Tensor inside = raw::binary(BinaryOp::logical_and, s >= alpha, s <= beta);
-        grad_inputs[0] = where(inside, g, zero_like_scalar(g));
-        break;
-      }
-      default: detail::throw_error(op_name(op), " backward: not differentiable");
-    }
+    grad_inputs[0] = raw::unary_backward(op, g, saved.defined() ? saved.unpack(*this) : Tensor(), alpha, beta);
   }
 };
 
@@ -146,7 +111,11 @@ Tensor unary_op(UnaryOp op, const Tensor& x, double alpha = 0, double beta = 0) 
     node->op = op;
     node->alpha = alpha;
     node->beta = beta;
-    if (!saves_nothing(op)) node->saved.save(saves_output(op) ? y : x, saves_output(op));
+    switch (op_info(op).saves) {
+      case UnarySaves::input: node->saved.save(x); break;
+      case UnarySaves::output: node->saved.save(y, true); break;
+      case UnarySaves::none: break;
+    }
     set_history(y, std::move(node));
   }
   return y;
@@ -167,19 +136,20 @@ struct WhereBackward : autograd::Node {
 
 }  // namespace
 
-Tensor add(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::add, a, b); }
-Tensor sub(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::sub, a, b); }
-Tensor mul(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::mul, a, b); }
-Tensor div(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::div, a, b); }
-Tensor pow(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::pow, a, b); }
-Tensor maximum(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::maximum, a, b); }
-Tensor minimum(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::minimum, a, b); }
-Tensor eq(const Tensor& a, const Tensor& b) { return raw::binary(BinaryOp::eq, a, b); }
-Tensor ne(const Tensor& a, const Tensor& b) { return raw::binary(BinaryOp::ne, a, b); }
-Tensor lt(const Tensor& a, const Tensor& b) { return raw::binary(BinaryOp::lt, a, b); }
-Tensor le(const Tensor& a, const Tensor& b) { return raw::binary(BinaryOp::le, a, b); }
-Tensor gt(const Tensor& a, const Tensor& b) { return raw::binary(BinaryOp::gt, a, b); }
-Tensor ge(const Tensor& a, const Tensor& b) { return raw::binary(BinaryOp::ge, a, b); }
+// The ops of the tables (backends/elementwise_ops.h): ember::add ... ember::silu.
+#define EMBER_X(name, ...) \
+  Tensor name(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::name, a, b); }
+EMBER_BINARY_OPS(EMBER_X)
+#undef EMBER_X
+#define EMBER_X(name, ...) \
+  Tensor name(const Tensor& x) { return unary_op(UnaryOp::name, x); }
+EMBER_UNARY_OPS_PUBLIC(EMBER_X)
+#undef EMBER_X
+
+Tensor binary_with_scalar(BinaryOp op, const Tensor& a, double value, bool integral) {
+  if (op == BinaryOp::pow) return pow(a, value);
+  return binary_op(op, a, scalar_for(a, value, integral));
+}
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   Tensor out = raw::where(cond, a, b);
@@ -190,22 +160,26 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   return out;
 }
 
-Tensor neg(const Tensor& x) { return unary_op(UnaryOp::neg, x); }
-Tensor abs(const Tensor& x) { return unary_op(UnaryOp::abs, x); }
-Tensor sign(const Tensor& x) { return unary_op(UnaryOp::sign, x); }
-Tensor exp(const Tensor& x) { return unary_op(UnaryOp::exp, x); }
-Tensor log(const Tensor& x) { return unary_op(UnaryOp::log, x); }
-Tensor sqrt(const Tensor& x) { return unary_op(UnaryOp::sqrt, x); }
-Tensor rsqrt(const Tensor& x) { return unary_op(UnaryOp::rsqrt, x); }
-Tensor square(const Tensor& x) { return unary_op(UnaryOp::square, x); }
-Tensor tanh(const Tensor& x) { return unary_op(UnaryOp::tanh, x); }
-Tensor sigmoid(const Tensor& x) { return unary_op(UnaryOp::sigmoid, x); }
-Tensor relu(const Tensor& x) { return unary_op(UnaryOp::relu, x); }
-Tensor gelu(const Tensor& x) { return unary_op(UnaryOp::gelu, x); }
+// The ops with parameters (EMBER_UNARY_OPS_PARAM).
 Tensor pow(const Tensor& x, double exponent) { return unary_op(UnaryOp::pow_scalar, x, exponent); }
 Tensor clamp(const Tensor& x, double min, double max) {
   EMBER_CHECK(!(min > max), "clamp: min ", min, " is greater than max ", max);
   return unary_op(UnaryOp::clamp, x, min, max);
+}
+Tensor gelu(const Tensor& x, std::string_view approximate) {
+  EMBER_CHECK(approximate == "none" || approximate == "tanh", "gelu: approximate must be 'none' or 'tanh', got '",
+              approximate, "'");
+  return unary_op(approximate == "tanh" ? UnaryOp::gelu_tanh : UnaryOp::gelu, x);
+}
+Tensor leaky_relu(const Tensor& x, double negative_slope) { return unary_op(UnaryOp::leaky_relu, x, negative_slope); }
+Tensor elu(const Tensor& x, double alpha) { return unary_op(UnaryOp::elu, x, alpha); }
+Tensor softplus(const Tensor& x, double beta, double threshold) {
+  EMBER_CHECK(beta != 0, "softplus: beta must not be 0");
+  return unary_op(UnaryOp::softplus, x, beta, threshold);
+}
+Tensor hardtanh(const Tensor& x, double min_val, double max_val) {
+  EMBER_CHECK(!(min_val > max_val), "hardtanh: min_val ", min_val, " is greater than max_val ", max_val);
+  return unary_op(UnaryOp::hardtanh, x, min_val, max_val);
 }
 
 }  // namespace ember

@@ -8,15 +8,15 @@ namespace ember {
 
 Tensor scalar_for(const Tensor& like, double value, bool integral) { return raw::scalar_like(like, value, integral); }
 
-Tensor Tensor::neg() const { return ember::neg(*this); }
-Tensor Tensor::abs() const { return ember::abs(*this); }
-Tensor Tensor::exp() const { return ember::exp(*this); }
-Tensor Tensor::log() const { return ember::log(*this); }
-Tensor Tensor::sqrt() const { return ember::sqrt(*this); }
-Tensor Tensor::tanh() const { return ember::tanh(*this); }
-Tensor Tensor::sigmoid() const { return ember::sigmoid(*this); }
-Tensor Tensor::relu() const { return ember::relu(*this); }
-Tensor Tensor::gelu() const { return ember::gelu(*this); }
+#define EMBER_X(name, ...) \
+  Tensor Tensor::name() const { return ember::name(*this); }
+EMBER_UNARY_OPS_PUBLIC(EMBER_X)
+#undef EMBER_X
+#define EMBER_X(name, ...) \
+  Tensor Tensor::name(const Tensor& other) const { return ember::name(*this, other); }
+EMBER_BINARY_OPS(EMBER_X)
+#undef EMBER_X
+Tensor Tensor::gelu(std::string_view approximate) const { return ember::gelu(*this, approximate); }
 Tensor Tensor::pow(double exponent) const { return ember::pow(*this, exponent); }
 Tensor Tensor::clamp(double min, double max) const { return ember::clamp(*this, min, max); }
 Tensor Tensor::sum() const { return ember::sum(*this); }

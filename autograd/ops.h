@@ -9,6 +9,7 @@
 // nothing; sign's gradient is zero). Ties: max/min/amax/amin split the gradient evenly among equal
 // extremes, maximum/minimum between equal inputs; max/min(x, dim) send it to the returned index.
 #include <concepts>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -17,39 +18,30 @@
 
 namespace ember {
 
-// --- element-wise, two inputs ------------------------------------------------------------------------
-Tensor add(const Tensor& a, const Tensor& b);
-Tensor sub(const Tensor& a, const Tensor& b);
-Tensor mul(const Tensor& a, const Tensor& b);
-Tensor div(const Tensor& a, const Tensor& b);  // true division: integer inputs give f32
-Tensor pow(const Tensor& a, const Tensor& b);
-Tensor maximum(const Tensor& a, const Tensor& b);
-Tensor minimum(const Tensor& a, const Tensor& b);
-// Comparisons give bool masks.
-Tensor eq(const Tensor& a, const Tensor& b);
-Tensor ne(const Tensor& a, const Tensor& b);
-Tensor lt(const Tensor& a, const Tensor& b);
-Tensor le(const Tensor& a, const Tensor& b);
-Tensor gt(const Tensor& a, const Tensor& b);
-Tensor ge(const Tensor& a, const Tensor& b);
+// --- element-wise: the ops of the tables in backends/elementwise_ops.h ---------------------------------
+// Two inputs: add, sub, mul, div (true division: integer inputs give f32), pow, maximum, minimum, and the
+// comparisons eq, ne, lt, le, gt, ge, logical_and, logical_or, which give bool masks. Each also takes a
+// C++ number on either side (`eq(t, 0)`, `sub(1.0, t)`), which acts as a Python scalar (see scalar_for).
+#define EMBER_X(name, ...) Tensor name(const Tensor& a, const Tensor& b);
+EMBER_BINARY_OPS(EMBER_X)
+#undef EMBER_X
+// One input, no parameters: neg, abs, sign, square, relu, exp, expm1, log, log1p, sqrt, rsqrt, reciprocal,
+// sin, cos, tanh, sigmoid, silu.
+#define EMBER_X(name, ...) Tensor name(const Tensor& x);
+EMBER_UNARY_OPS_PUBLIC(EMBER_X)
+#undef EMBER_X
 // cond ? a : b, broadcasting all three; cond is a bool tensor.
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 
-// --- element-wise, one input ------------------------------------------------------------------------
-Tensor neg(const Tensor& x);
-Tensor abs(const Tensor& x);
-Tensor sign(const Tensor& x);
-Tensor exp(const Tensor& x);
-Tensor log(const Tensor& x);
-Tensor sqrt(const Tensor& x);
-Tensor rsqrt(const Tensor& x);
-Tensor square(const Tensor& x);
-Tensor tanh(const Tensor& x);
-Tensor sigmoid(const Tensor& x);
-Tensor relu(const Tensor& x);
-Tensor gelu(const Tensor& x);  // exact (erf) form
+// One input with parameters (torch.nn.functional's defaults).
 Tensor pow(const Tensor& x, double exponent);
 Tensor clamp(const Tensor& x, double min, double max);  // pass ±INFINITY for a missing bound
+Tensor gelu(const Tensor& x, std::string_view approximate = "none");  // "none": exact (erf); "tanh"
+Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
+Tensor elu(const Tensor& x, double alpha = 1.0);
+// log(1 + exp(beta·x)) / beta, and x itself where beta·x > threshold.
+Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);
+Tensor hardtanh(const Tensor& x, double min_val = -1.0, double max_val = 1.0);
 
 // --- reductions -------------------------------------------------------------------------------------
 Tensor sum(const Tensor& x);  // 0-d; bool/i64 sum in i64
@@ -96,6 +88,17 @@ Tensor scalar_for(const Tensor& like, S value) {
   return scalar_for(like, static_cast<double>(value), std::is_integral_v<S>);
 }
 Tensor scalar_for(const Tensor& like, double value, bool integral);
+
+// op(a, scalar) for a binary op of the tables; pow with a scalar exponent is pow_scalar (as torch.pow).
+Tensor binary_with_scalar(BinaryOp op, const Tensor& a, double value, bool integral);
+
+#define EMBER_X(name, ...)                                                                                   \
+  template <Scalar S> Tensor name(const Tensor& a, S s) {                                                    \
+    return binary_with_scalar(BinaryOp::name, a, static_cast<double>(s), std::is_integral_v<S>);             \
+  }                                                                                                          \
+  template <Scalar S> Tensor name(S s, const Tensor& b) { return name(scalar_for(b, s), b); }
+EMBER_BINARY_OPS(EMBER_X)
+#undef EMBER_X
 
 inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }

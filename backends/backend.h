@@ -15,6 +15,7 @@
 
 #include "backends/device.h"
 #include "backends/dtype.h"
+#include "backends/elementwise_ops.h"
 
 namespace ember {
 
@@ -44,38 +45,7 @@ struct TensorArg {
   template <typename T> T* ptr() const { return static_cast<T*>(data); }
 };
 
-// Element-wise ops of one input. `alpha`/`beta` carry the op's scalar parameters where it has some.
-enum class UnaryOp : uint8_t {
-  neg, abs, sign, exp, log, sqrt, rsqrt, tanh, sigmoid, relu, gelu,  // gelu: exact (erf) form
-  square, reciprocal,
-  pow_scalar,  // x^alpha
-  clamp,       // min(max(x, alpha), beta); ±inf for an absent bound
-};
-
-// Element-wise ops of two inputs. Comparisons write b8 outputs; all others write the inputs' dtype.
-// The *_backward ops fuse the derivative of an activation with the incoming gradient:
-// out = grad (first input) * f'(second input), where the second input is x (relu, gelu) or y (tanh,
-// sigmoid: the saved output).
-enum class BinaryOp : uint8_t {
-  add, sub, mul, div, pow, maximum, minimum,
-  eq, ne, lt, le, gt, ge, logical_and, logical_or,
-  relu_backward, gelu_backward, tanh_backward, sigmoid_backward,
-};
-
-constexpr bool is_comparison(BinaryOp op) { return op >= BinaryOp::eq && op <= BinaryOp::logical_or; }
-
-// Names for messages, in enum order.
-constexpr std::string_view op_name(UnaryOp op) {
-  constexpr std::string_view names[] = {"neg", "abs", "sign", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid",
-                                        "relu", "gelu", "square", "reciprocal", "pow", "clamp"};
-  return names[static_cast<int>(op)];
-}
-constexpr std::string_view op_name(BinaryOp op) {
-  constexpr std::string_view names[] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne",
-                                        "lt", "le", "gt", "ge", "logical_and", "logical_or", "relu_backward",
-                                        "gelu_backward", "tanh_backward", "sigmoid_backward"};
-  return names[static_cast<int>(op)];
-}
+// The element-wise ops (UnaryOp, BinaryOp), their names and properties: backends/elementwise_ops.h.
 
 // Reductions over the dims where the output has size 1 and the input does not (keepdim form).
 enum class ReduceOp : uint8_t { sum, mean, max, min };
@@ -130,6 +100,88 @@ struct MemoryStats {
 // CPU tensors whose copies to the GPU are asynchronous (the DataLoader's batches for a CUDA run).
 inline constexpr int kPinnedHostIndex = -1;
 
+// --- the compute entries of every backend: one line each, with its signature -------------------------
+// Backend declares them pure virtual; each backend declares its overrides with
+// `EMBER_BACKEND_OPS(EMBER_BACKEND_OVERRIDE)`, so a signature is written once, here.
+//
+// copy: strided copy within this device, converting dtype if src and dst differ; dst may be strided.
+// copy_bytes_host: raw bytes between this device and the host (to_host: device → host).
+// unary: ops marked float_only in backends/elementwise_ops.h need f32/f64; no op takes bool.
+// unary_backward: grad_in = grad_out · f'(x) of a unary op (f32/f64), from `saved`: x, y or nothing, as the
+//   op's table line says (for `none`, pass any tensor of the shape: it is not read). One shape and dtype.
+// binary: comparisons write b8 outputs; all others write the inputs' dtype.
+// where: out = cond ? a : b; cond is b8, a/b/out share a dtype.
+// reduce: over the dims where out has size 1 and `in` does not (keepdim form).
+// arg_reduce: `out` (i64) has the input's shape with `dim` set to 1.
+// index: index is i64 with the shape of the iterated tensor (out for gather, in for scatter_add).
+// random: counter-based Philox (element i of a call depends only on seed, offset and i). uniform in [a, b);
+//   normal with mean a and std b; bernoulli: 1 with probability a. out is contiguous.
+// matmul: out[b] = a[b] @ b[b]: a [B, M, K], b [B, K, N], out [B, M, N] contiguous. Each matrix of a and b
+//   must have a unit stride in one of its two dims (row- or column-major); batch strides are free (0 allowed).
+// optimizer_step: updates param in place from grad. State buffers (same shape, zero-initialised by the
+//   optimizer): sgd: s0 = momentum buffer (when momentum ≠ 0); adam: s0 = exp_avg, s1 = exp_avg_sq,
+//   s2 = max_exp_avg_sq (amsgrad); rmsprop: s0 = square_avg, s1 = momentum buffer, s2 = grad_avg (centered).
+//
+// The fused neural-network ops: all operands contiguous; an optional output passed as nullptr is not computed.
+// conv2d: x [N, C, H, W], w [O, C/groups, KH, KW], bias [O], y [N, O, OH, OW].
+// pool2d: x [N, C, H, W], y [N, C, OH, OW]; max writes `indices` (i64, y's shape: h * W + w of each window's
+//   first maximum), which its backward routes the gradient to.
+// softmax / log_softmax over the last dim of x seen as [M, D]; the backward takes the forward's output.
+// cross_entropy with class indices: logits [N, C], target i64 [N] → loss [N] (0 where target ==
+//   ignore_index) and lse [N] (each row's log-sum-exp, for the backward). With label smoothing ε the target
+//   distribution is (1-ε)·onehot + ε/C. Backward: grad_logits = grad_loss[n] · (softmax - target
+//   distribution), zero rows where ignored. Targets outside [0, C) other than ignore_index throw.
+// batch_norm over x [N, C, S] (S = H·W, or 1). Training: batch statistics (biased variance for the
+//   normalisation, unbiased for the running update: running = (1-momentum)·running + momentum·batch);
+//   eval: running statistics. save_mean/save_invstd [C] are what the backward needs, in both modes.
+// layer_norm over the last D elements of x seen as [M, D]; weight/bias [D]; save_mean/save_invstd [M].
+#define EMBER_BACKEND_OPS(X)                                                                                       \
+  X(copy, (const TensorArg& src, const TensorArg& dst))                                                            \
+  X(copy_bytes_host, (void* device_ptr, void* host_ptr, size_t bytes, bool to_host, int device_index))             \
+  X(fill, (const TensorArg& out, double value))                                                                    \
+  X(unary, (UnaryOp op, const TensorArg& in, const TensorArg& out, double alpha, double beta))                     \
+  X(unary_backward, (UnaryOp op, const TensorArg& grad_out, const TensorArg& saved, const TensorArg& grad_in,      \
+                     double alpha, double beta))                                                                   \
+  X(binary, (BinaryOp op, const TensorArg& a, const TensorArg& b, const TensorArg& out))                           \
+  X(where, (const TensorArg& cond, const TensorArg& a, const TensorArg& b, const TensorArg& out))                  \
+  X(reduce, (ReduceOp op, const TensorArg& in, const TensorArg& out))                                              \
+  X(arg_reduce, (ArgReduceOp op, const TensorArg& in, const TensorArg& out, int dim))                              \
+  X(index, (IndexOp op, const TensorArg& in, const TensorArg& index, const TensorArg& out, int dim))               \
+  X(random, (RandomOp op, const TensorArg& out, uint64_t seed, uint64_t offset, double a, double b))               \
+  X(matmul, (const TensorArg& a, const TensorArg& b, const TensorArg& out))                                        \
+  X(optimizer_step, (OptimizerOp op, const OptimizerParams& p, const TensorArg& param, const TensorArg& grad,      \
+                     const TensorArg* s0, const TensorArg* s1, const TensorArg* s2))                               \
+  X(conv2d_forward, (const TensorArg& x, const TensorArg& w, const TensorArg* bias, const TensorArg& y,            \
+                     const Conv2dParams& p))                                                                       \
+  X(conv2d_backward, (const TensorArg& x, const TensorArg& w, const TensorArg& grad_y, const TensorArg* grad_x,    \
+                      const TensorArg* grad_w, const TensorArg* grad_bias, const Conv2dParams& p))                 \
+  X(pool2d_forward, (PoolOp op, const TensorArg& x, const TensorArg& y, const TensorArg* indices,                  \
+                     const Pool2dParams& p))                                                                       \
+  X(pool2d_backward, (PoolOp op, const TensorArg& grad_y, const TensorArg* indices, const TensorArg& grad_x,       \
+                      const Pool2dParams& p))                                                                      \
+  X(softmax_forward, (const TensorArg& x, const TensorArg& y, bool log))                                           \
+  X(softmax_backward, (const TensorArg& grad_y, const TensorArg& y, const TensorArg& grad_x, bool log))            \
+  X(cross_entropy_forward, (const TensorArg& logits, const TensorArg& target, const TensorArg& loss,               \
+                            const TensorArg& lse, int64_t ignore_index, double label_smoothing))                   \
+  X(cross_entropy_backward, (const TensorArg& logits, const TensorArg& target, const TensorArg& lse,               \
+                             const TensorArg& grad_loss, const TensorArg& grad_logits, int64_t ignore_index,       \
+                             double label_smoothing))                                                              \
+  X(batch_norm_forward, (const TensorArg& x, const TensorArg* weight, const TensorArg* bias,                       \
+                         const TensorArg* running_mean, const TensorArg* running_var, const TensorArg& y,          \
+                         const TensorArg& save_mean, const TensorArg& save_invstd, bool training, double momentum, \
+                         double eps))                                                                              \
+  X(batch_norm_backward, (const TensorArg& grad_y, const TensorArg& x, const TensorArg* weight,                    \
+                          const TensorArg& save_mean, const TensorArg& save_invstd, const TensorArg* grad_x,       \
+                          const TensorArg* grad_weight, const TensorArg* grad_bias, bool training))                \
+  X(layer_norm_forward, (const TensorArg& x, const TensorArg* weight, const TensorArg* bias, const TensorArg& y,   \
+                         const TensorArg& save_mean, const TensorArg& save_invstd, double eps))                    \
+  X(layer_norm_backward, (const TensorArg& grad_y, const TensorArg& x, const TensorArg* weight,                    \
+                          const TensorArg& save_mean, const TensorArg& save_invstd, const TensorArg* grad_x,       \
+                          const TensorArg* grad_weight, const TensorArg* grad_bias))
+
+// What a backend class writes to declare every entry: `EMBER_BACKEND_OPS(EMBER_BACKEND_OVERRIDE)`.
+#define EMBER_BACKEND_OVERRIDE(name, params) void name params override;
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -144,83 +196,10 @@ class Backend {
   virtual void empty_cache(int device_index) = 0;
   virtual void synchronize(int device_index) = 0;
 
-  // Strided copy within this device, converting dtype if src and dst differ. dst may be strided.
-  virtual void copy(const TensorArg& src, const TensorArg& dst) = 0;
-  // Raw bytes between this device and the host (to_host: device → host).
-  virtual void copy_bytes_host(void* device_ptr, void* host_ptr, size_t bytes, bool to_host, int device_index) = 0;
-  virtual void fill(const TensorArg& out, double value) = 0;
-
-  // --- element-wise and reductions --------------------------------------------------------------
-  // Float math (exp, log, sqrt, rsqrt, tanh, sigmoid, gelu, pow_scalar, reciprocal) needs f32/f64.
-  virtual void unary(UnaryOp op, const TensorArg& in, const TensorArg& out, double alpha, double beta) = 0;
-  virtual void binary(BinaryOp op, const TensorArg& a, const TensorArg& b, const TensorArg& out) = 0;
-  // out = cond ? a : b; cond is b8, a/b/out share a dtype.
-  virtual void where(const TensorArg& cond, const TensorArg& a, const TensorArg& b, const TensorArg& out) = 0;
-  virtual void reduce(ReduceOp op, const TensorArg& in, const TensorArg& out) = 0;
-  // `out` (i64) has the input's shape with `dim` set to 1.
-  virtual void arg_reduce(ArgReduceOp op, const TensorArg& in, const TensorArg& out, int dim) = 0;
-  // index is i64 with the shape of the iterated tensor (out for gather, in for scatter_add).
-  virtual void index(IndexOp op, const TensorArg& in, const TensorArg& index, const TensorArg& out, int dim) = 0;
-
-  // --- random (counter-based Philox: element i of a call depends only on seed, offset and i) ----
-  // uniform in [a, b); normal with mean a and std b; bernoulli: 1 with probability a. out is contiguous.
-  virtual void random(RandomOp op, const TensorArg& out, uint64_t seed, uint64_t offset, double a, double b) = 0;
-
-  // --- linear algebra ---------------------------------------------------------------------------
-  // out[b] = a[b] @ b[b]: a [B, M, K], b [B, K, N], out [B, M, N] contiguous. Each matrix of a and b must
-  // have a unit stride in one of its two dims (row- or column-major); batch strides are free (0 allowed).
-  virtual void matmul(const TensorArg& a, const TensorArg& b, const TensorArg& out) = 0;
-
-  // Updates param in place from grad. State buffers (same shape, zero-initialised by the optimizer):
-  // sgd: s0 = momentum buffer (when momentum ≠ 0); adam: s0 = exp_avg, s1 = exp_avg_sq, s2 = max_exp_avg_sq
-  // (amsgrad); rmsprop: s0 = square_avg, s1 = momentum buffer, s2 = grad_avg (centered). All contiguous.
-  virtual void optimizer_step(OptimizerOp op, const OptimizerParams& p, const TensorArg& param, const TensorArg& grad,
-                              const TensorArg* s0, const TensorArg* s1, const TensorArg* s2) = 0;
-
-  // --- fused neural-network ops -------------------------------------------------------------------
-  // All operands contiguous; an optional output passed as nullptr is not computed. The CPU backend
-  // implements every entry; the defaults throw "not supported by this backend".
-  //
-  // conv2d: x [N, C, H, W], w [O, C/groups, KH, KW], bias [O], y [N, O, OH, OW].
-  virtual void conv2d_forward(const TensorArg& x, const TensorArg& w, const TensorArg* bias, const TensorArg& y,
-                              const Conv2dParams& p);
-  virtual void conv2d_backward(const TensorArg& x, const TensorArg& w, const TensorArg& grad_y, const TensorArg* grad_x,
-                               const TensorArg* grad_w, const TensorArg* grad_bias, const Conv2dParams& p);
-  // pool2d: x [N, C, H, W], y [N, C, OH, OW]; max writes `indices` (i64, y's shape: h * W + w of each
-  // window's first maximum), which its backward routes the gradient to.
-  virtual void pool2d_forward(PoolOp op, const TensorArg& x, const TensorArg& y, const TensorArg* indices,
-                              const Pool2dParams& p);
-  virtual void pool2d_backward(PoolOp op, const TensorArg& grad_y, const TensorArg* indices, const TensorArg& grad_x,
-                               const Pool2dParams& p);
-  // softmax / log_softmax over the last dim of x seen as [M, D]; the backward takes the forward's output.
-  virtual void softmax_forward(const TensorArg& x, const TensorArg& y, bool log);
-  virtual void softmax_backward(const TensorArg& grad_y, const TensorArg& y, const TensorArg& grad_x, bool log);
-  // Cross entropy with class indices: logits [N, C], target i64 [N] → loss [N] (0 where target ==
-  // ignore_index) and lse [N] (each row's log-sum-exp, for the backward). With label smoothing ε the
-  // target distribution is (1-ε)·onehot + ε/C. Backward: grad_logits = grad_loss[n] · (softmax - target
-  // distribution), zero rows where ignored. Targets outside [0, C) other than ignore_index throw.
-  virtual void cross_entropy_forward(const TensorArg& logits, const TensorArg& target, const TensorArg& loss,
-                                     const TensorArg& lse, int64_t ignore_index, double label_smoothing);
-  virtual void cross_entropy_backward(const TensorArg& logits, const TensorArg& target, const TensorArg& lse,
-                                      const TensorArg& grad_loss, const TensorArg& grad_logits, int64_t ignore_index,
-                                      double label_smoothing);
-  // Batch norm over x [N, C, S] (S = H·W, or 1). Training: batch statistics (biased variance for the
-  // normalisation, unbiased for the running update: running = (1-momentum)·running + momentum·batch);
-  // eval: running statistics. save_mean/save_invstd [C] are what the backward needs, in both modes.
-  virtual void batch_norm_forward(const TensorArg& x, const TensorArg* weight, const TensorArg* bias,
-                                  const TensorArg* running_mean, const TensorArg* running_var, const TensorArg& y,
-                                  const TensorArg& save_mean, const TensorArg& save_invstd, bool training,
-                                  double momentum, double eps);
-  virtual void batch_norm_backward(const TensorArg& grad_y, const TensorArg& x, const TensorArg* weight,
-                                   const TensorArg& save_mean, const TensorArg& save_invstd, const TensorArg* grad_x,
-                                   const TensorArg* grad_weight, const TensorArg* grad_bias, bool training);
-  // Layer norm over the last D elements of x seen as [M, D]; weight/bias [D]; save_mean/save_invstd [M].
-  virtual void layer_norm_forward(const TensorArg& x, const TensorArg* weight, const TensorArg* bias,
-                                  const TensorArg& y, const TensorArg& save_mean, const TensorArg& save_invstd,
-                                  double eps);
-  virtual void layer_norm_backward(const TensorArg& grad_y, const TensorArg& x, const TensorArg* weight,
-                                   const TensorArg& save_mean, const TensorArg& save_invstd, const TensorArg* grad_x,
-                                   const TensorArg* grad_weight, const TensorArg* grad_bias);
+  // The compute entries, declared from EMBER_BACKEND_OPS (below the class): one pure virtual each.
+#define EMBER_X(name, params) virtual void name params = 0;
+  EMBER_BACKEND_OPS(EMBER_X)
+#undef EMBER_X
 
   // A line for logs and ember-devices: what this backend runs on (CPU model, GEMM kernel, threads...).
   virtual std::string describe() = 0;

@@ -8,6 +8,8 @@
 #include <type_traits>
 
 #include "backends/backend.h"
+#include "backends/dtype.h"
+#include "backends/error.h"
 #include "backends/host_device.h"
 
 namespace ember::kernels {
@@ -27,6 +29,12 @@ EMBER_HOST_DEVICE float m_pow(float x, float y) { return ::powf(x, y); }
 EMBER_HOST_DEVICE double m_pow(double x, double y) { return ::pow(x, y); }
 EMBER_HOST_DEVICE float m_cos(float x) { return ::cosf(x); }
 EMBER_HOST_DEVICE double m_cos(double x) { return ::cos(x); }
+EMBER_HOST_DEVICE float m_sin(float x) { return ::sinf(x); }
+EMBER_HOST_DEVICE double m_sin(double x) { return ::sin(x); }
+EMBER_HOST_DEVICE float m_expm1(float x) { return ::expm1f(x); }
+EMBER_HOST_DEVICE double m_expm1(double x) { return ::expm1(x); }
+EMBER_HOST_DEVICE float m_log1p(float x) { return ::log1pf(x); }
+EMBER_HOST_DEVICE double m_log1p(double x) { return ::log1p(x); }
 template <typename T> EMBER_HOST_DEVICE bool m_isnan(T x) { return x != x; }
 
 template <typename T> EMBER_HOST_DEVICE T m_max(T a, T b) { return (a > b || m_isnan(a)) ? a : b; }  // NaN wins
@@ -42,74 +50,127 @@ template <typename T> EMBER_HOST_DEVICE T gelu_derivative(T x) {
   const T pdf = m_exp(T(-0.5) * x * x) * T(0.39894228040143267794);  // 1/sqrt(2π)
   return cdf + x * pdf;
 }
+// GELU's tanh approximation, as torch.nn.functional.gelu(approximate='tanh'):
+// 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), and its derivative in PyTorch's order of operations.
+template <typename T> EMBER_HOST_DEVICE T gelu_tanh(T x) {
+  const T inner = T(0.79788456080286535588) * (x + T(0.044715) * x * x * x);
+  return T(0.5) * x * (T(1) + m_tanh(inner));
+}
+template <typename T> EMBER_HOST_DEVICE T gelu_tanh_derivative(T x) {
+  const T k_beta = T(0.79788456080286535588), k_kappa = T(0.044715);
+  const T x_sq = x * x, x_cube = x_sq * x;
+  const T inner = k_beta * (x + k_kappa * x_cube);
+  const T tanh_inner = m_tanh(inner);
+  const T left = T(0.5) * x, right = T(1) + tanh_inner;
+  const T left_derivative = T(0.5) * right;
+  const T right_derivative = left * (T(1) - tanh_inner * tanh_inner);
+  const T inner_derivative = k_beta * (T(1) + T(3) * k_kappa * x_sq);
+  return left_derivative + right_derivative * inner_derivative;
+}
 
-// --- unary ------------------------------------------------------------------------------------------
-// `op` is a template parameter so each instantiation is a straight-line loop body the compiler can
-// vectorise. alpha/beta are the op's parameters (pow exponent, clamp bounds).
+// --- element-wise ops: one functor per line of backends/elementwise_ops.h -----------------------------
+// `forward(x, alpha, beta)` is the op (alpha/beta: its parameters, see the table); `backward(g, s, alpha,
+// beta)` is g·f'(x), where s is what the table says the op saves: the input x, the output y, or nothing (s
+// is then unspecified and unused). Backward runs on f32/f64 only; forward also on integers where the table
+// allows them.
+#define EMBER_FORWARD(expr) \
+  template <typename T> EMBER_HOST_DEVICE static T forward(T x, T alpha, T beta) { (void)alpha, (void)beta; return expr; }
+#define EMBER_BACKWARD(expr) \
+  template <typename T> EMBER_HOST_DEVICE static T backward(T g, T s, T alpha, T beta) { (void)g, (void)s, (void)alpha, (void)beta; return expr; }
+
+struct neg_fn { EMBER_FORWARD(T(-x)) EMBER_BACKWARD(T(-g)) };
+struct abs_fn { EMBER_FORWARD(x < T(0) ? T(-x) : x) EMBER_BACKWARD(s > T(0) ? g : s < T(0) ? T(-g) : T(0)) };
+struct sign_fn { EMBER_FORWARD(T((T(0) < x) - (x < T(0)))) EMBER_BACKWARD(T(0)) };  // piecewise constant, as PyTorch
+struct square_fn { EMBER_FORWARD(T(x * x)) EMBER_BACKWARD(g * s * T(2)) };
+// NaN stays NaN, as in PyTorch; the gradient passes where y > 0 (⇔ x > 0).
+struct relu_fn { EMBER_FORWARD(x < T(0) ? T(0) : x) EMBER_BACKWARD(s > T(0) ? g : T(0)) };
+struct exp_fn { EMBER_FORWARD(m_exp(x)) EMBER_BACKWARD(g * s) };
+struct expm1_fn { EMBER_FORWARD(m_expm1(x)) EMBER_BACKWARD(g * (s + T(1))) };
+struct log_fn { EMBER_FORWARD(m_log(x)) EMBER_BACKWARD(g / s) };
+struct log1p_fn { EMBER_FORWARD(m_log1p(x)) EMBER_BACKWARD(g / (s + T(1))) };
+struct sqrt_fn { EMBER_FORWARD(m_sqrt(x)) EMBER_BACKWARD(g / (s * T(2))) };                   // 1 / (2·√x)
+struct rsqrt_fn { EMBER_FORWARD(T(1) / m_sqrt(x)) EMBER_BACKWARD(g * (s * s * s) * T(-0.5)) };  // -x^(-3/2) / 2
+struct reciprocal_fn { EMBER_FORWARD(T(1) / x) EMBER_BACKWARD(-(g * (s * s))) };               // -1 / x²
+struct sin_fn { EMBER_FORWARD(m_sin(x)) EMBER_BACKWARD(g * m_cos(s)) };
+struct cos_fn { EMBER_FORWARD(m_cos(x)) EMBER_BACKWARD(g * -m_sin(s)) };
+struct tanh_fn { EMBER_FORWARD(m_tanh(x)) EMBER_BACKWARD(g * (T(1) - s * s)) };
+struct sigmoid_fn { EMBER_FORWARD(sigmoid(x)) EMBER_BACKWARD(g * s * (T(1) - s)) };
+// x·σ(x); f' = σ(x)·(1 + x·(1 - σ(x))), as PyTorch's silu_backward.
+struct silu_fn {
+  EMBER_FORWARD(x / (T(1) + m_exp(-x)))
+  EMBER_BACKWARD(g * sigmoid(s) * (T(1) + s * (T(1) - sigmoid(s))))
+};
+struct pow_scalar_fn {
+  EMBER_FORWARD(m_pow(x, alpha))
+  EMBER_BACKWARD(alpha == T(0) ? T(0) : g * m_pow(s, alpha - T(1)) * alpha)
+};
+// The gradient passes where min <= x <= max (bounds included, as PyTorch's clamp).
+struct clamp_fn { EMBER_FORWARD(m_min(m_max(x, alpha), beta)) EMBER_BACKWARD(s >= alpha && s <= beta ? g : T(0)) };
+struct gelu_fn { EMBER_FORWARD(gelu(x)) EMBER_BACKWARD(g * gelu_derivative(s)) };
+struct gelu_tanh_fn { EMBER_FORWARD(gelu_tanh(x)) EMBER_BACKWARD(g * gelu_tanh_derivative(s)) };
+// alpha: the negative slope. The gradient of x = 0 is alpha, as PyTorch's (x > 0 ? g : g·slope).
+struct leaky_relu_fn { EMBER_FORWARD(x > T(0) ? x : x * alpha) EMBER_BACKWARD(s > T(0) ? g : g * alpha) };
+// PyTorch's elu (scale = input_scale = 1): x <= 0 ? alpha·(e^x - 1) : x.
+struct elu_fn {
+  EMBER_FORWARD(x <= T(0) ? alpha * (m_exp(x) - T(1)) : x)
+  EMBER_BACKWARD(s <= T(0) ? g * alpha * m_exp(s) : g)
+};
+// alpha = beta of torch.nn.functional.softplus, beta = its threshold.
+struct softplus_fn {
+  EMBER_FORWARD(x * alpha > beta ? x : m_log1p(m_exp(x * alpha)) / alpha)
+  EMBER_BACKWARD(s * alpha > beta ? g : g * (m_exp(s * alpha) / (m_exp(s * alpha) + T(1))))
+};
+// No gradient at or beyond the bounds (PyTorch's hardtanh_backward: x <= min || x >= max → 0).
+struct hardtanh_fn { EMBER_FORWARD(m_min(m_max(x, alpha), beta)) EMBER_BACKWARD(s <= alpha || s >= beta ? T(0) : g) };
+
+#undef EMBER_FORWARD
+#undef EMBER_BACKWARD
+
+// The functor of each UnaryOp (unary_fn_t<UnaryOp::exp> is exp_fn), from the table.
+template <UnaryOp op> struct unary_fn;
+#define EMBER_X(name, ...) template <> struct unary_fn<UnaryOp::name> { using type = name##_fn; };
+EMBER_UNARY_OPS(EMBER_X)
+#undef EMBER_X
+template <UnaryOp op> using unary_fn_t = typename unary_fn<op>::type;
+
+// What the backends' loops call.
 template <UnaryOp op, typename T>
 struct UnaryFn {
   T alpha, beta;
-  EMBER_HOST_DEVICE T operator()(T x) const {
-    if constexpr (op == UnaryOp::neg) return -x;
-    if constexpr (op == UnaryOp::abs) return x < T(0) ? T(-x) : x;
-    if constexpr (op == UnaryOp::sign) return T((T(0) < x) - (x < T(0)));
-    if constexpr (op == UnaryOp::square) return x * x;
-    if constexpr (op == UnaryOp::relu) return x < T(0) ? T(0) : x;  // NaN stays NaN, as in PyTorch
-    if constexpr (op == UnaryOp::clamp) return m_min(m_max(x, alpha), beta);
-    if constexpr (op == UnaryOp::exp) return m_exp(x);
-    if constexpr (op == UnaryOp::log) return m_log(x);
-    if constexpr (op == UnaryOp::sqrt) return m_sqrt(x);
-    if constexpr (op == UnaryOp::rsqrt) return T(1) / m_sqrt(x);
-    if constexpr (op == UnaryOp::tanh) return m_tanh(x);
-    if constexpr (op == UnaryOp::sigmoid) return sigmoid(x);
-    if constexpr (op == UnaryOp::gelu) return gelu(x);
-    if constexpr (op == UnaryOp::reciprocal) return T(1) / x;
-    if constexpr (op == UnaryOp::pow_scalar) return m_pow(x, alpha);
-  }
+  EMBER_HOST_DEVICE T operator()(T x) const { return unary_fn_t<op>::forward(x, alpha, beta); }
+};
+template <UnaryOp op, typename T>
+struct UnaryBackwardFn {
+  T alpha, beta;
+  EMBER_HOST_DEVICE T operator()(T g, T s) const { return unary_fn_t<op>::backward(g, s, alpha, beta); }
 };
 
-constexpr bool unary_needs_float(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::neg: case UnaryOp::abs: case UnaryOp::sign: case UnaryOp::square: case UnaryOp::relu:
-    case UnaryOp::clamp:
-      return false;
-    default:
-      return true;
-  }
-}
+// Comparisons and logical ops return bool; the others T.
+struct add_fn { template <typename T> EMBER_HOST_DEVICE static T apply(T a, T b) { return T(a + b); } };
+struct sub_fn { template <typename T> EMBER_HOST_DEVICE static T apply(T a, T b) { return T(a - b); } };
+struct mul_fn { template <typename T> EMBER_HOST_DEVICE static T apply(T a, T b) { return T(a * b); } };
+struct div_fn { template <typename T> EMBER_HOST_DEVICE static T apply(T a, T b) { return T(a / b); } };
+struct pow_fn { template <typename T> EMBER_HOST_DEVICE static T apply(T a, T b) { return m_pow(a, b); } };
+struct maximum_fn { template <typename T> EMBER_HOST_DEVICE static T apply(T a, T b) { return m_max(a, b); } };
+struct minimum_fn { template <typename T> EMBER_HOST_DEVICE static T apply(T a, T b) { return m_min(a, b); } };
+struct eq_fn { template <typename T> EMBER_HOST_DEVICE static bool apply(T a, T b) { return a == b; } };
+struct ne_fn { template <typename T> EMBER_HOST_DEVICE static bool apply(T a, T b) { return a != b; } };
+struct lt_fn { template <typename T> EMBER_HOST_DEVICE static bool apply(T a, T b) { return a < b; } };
+struct le_fn { template <typename T> EMBER_HOST_DEVICE static bool apply(T a, T b) { return a <= b; } };
+struct gt_fn { template <typename T> EMBER_HOST_DEVICE static bool apply(T a, T b) { return a > b; } };
+struct ge_fn { template <typename T> EMBER_HOST_DEVICE static bool apply(T a, T b) { return a >= b; } };
+struct logical_and_fn { template <typename T> EMBER_HOST_DEVICE static bool apply(T a, T b) { return a != T(0) && b != T(0); } };
+struct logical_or_fn { template <typename T> EMBER_HOST_DEVICE static bool apply(T a, T b) { return a != T(0) || b != T(0); } };
 
-// --- binary -------------------------------------------------------------------------------------------
+template <BinaryOp op> struct binary_fn;
+#define EMBER_X(name, ...) template <> struct binary_fn<BinaryOp::name> { using type = name##_fn; };
+EMBER_BINARY_OPS(EMBER_X)
+#undef EMBER_X
+
 template <BinaryOp op, typename T>
 struct BinaryFn {
-  // Comparisons and logical ops return bool; the others T.
-  EMBER_HOST_DEVICE auto operator()(T a, T b) const {
-    if constexpr (op == BinaryOp::add) return T(a + b);
-    if constexpr (op == BinaryOp::sub) return T(a - b);
-    if constexpr (op == BinaryOp::mul) return T(a * b);
-    if constexpr (op == BinaryOp::div) return T(a / b);
-    if constexpr (op == BinaryOp::maximum) return m_max(a, b);
-    if constexpr (op == BinaryOp::minimum) return m_min(a, b);
-    if constexpr (op == BinaryOp::eq) return a == b;
-    if constexpr (op == BinaryOp::ne) return a != b;
-    if constexpr (op == BinaryOp::lt) return a < b;
-    if constexpr (op == BinaryOp::le) return a <= b;
-    if constexpr (op == BinaryOp::gt) return a > b;
-    if constexpr (op == BinaryOp::ge) return a >= b;
-    if constexpr (op == BinaryOp::logical_and) return a != T(0) && b != T(0);
-    if constexpr (op == BinaryOp::logical_or) return a != T(0) || b != T(0);
-    if constexpr (op == BinaryOp::pow) return m_pow(a, b);
-    // a = incoming gradient, b = x or y as stated in backend.h
-    if constexpr (op == BinaryOp::relu_backward) return b > T(0) ? a : T(0);
-    if constexpr (op == BinaryOp::gelu_backward) return T(a * gelu_derivative(b));
-    if constexpr (op == BinaryOp::tanh_backward) return T(a * (T(1) - b * b));
-    if constexpr (op == BinaryOp::sigmoid_backward) return T(a * b * (T(1) - b));
-  }
+  EMBER_HOST_DEVICE auto operator()(T a, T b) const { return binary_fn<op>::type::apply(a, b); }
 };
-
-constexpr bool binary_needs_float(BinaryOp op) {
-  return op == BinaryOp::pow || op == BinaryOp::gelu_backward || op == BinaryOp::tanh_backward ||
-         op == BinaryOp::sigmoid_backward;
-}
 
 // --- reductions ---------------------------------------------------------------------------------------
 // Accumulator type: sums of f32 accumulate in f64 (cheap where the loop is memory-bound, and it keeps a
@@ -260,32 +321,68 @@ EMBER_HOST_DEVICE T random_element(uint64_t seed, uint64_t index, double a, doub
 // --- host-side dispatch: runtime enum → template argument ---------------------------------------------
 template <auto V> using constant = std::integral_constant<decltype(V), V>;
 
-// Calls fn(constant<op>) — turns a runtime enum into a template argument.
+// Calls fn(constant<op>{}) — turns a runtime enum into a template argument; the cases come from the tables.
 template <typename Fn>
 void dispatch_unary_op(UnaryOp op, Fn&& fn) {
   switch (op) {
-#define EMBER_CASE(name) case UnaryOp::name: return fn(constant<UnaryOp::name>{});
-    EMBER_CASE(neg) EMBER_CASE(abs) EMBER_CASE(sign) EMBER_CASE(exp) EMBER_CASE(log) EMBER_CASE(sqrt)
-    EMBER_CASE(rsqrt) EMBER_CASE(tanh) EMBER_CASE(sigmoid) EMBER_CASE(relu) EMBER_CASE(gelu)
-    EMBER_CASE(square) EMBER_CASE(reciprocal) EMBER_CASE(pow_scalar) EMBER_CASE(clamp)
-#undef EMBER_CASE
+#define EMBER_X(name, ...) case UnaryOp::name: return fn(constant<UnaryOp::name>{});
+    EMBER_UNARY_OPS(EMBER_X)
+#undef EMBER_X
   }
 }
 
 template <typename Fn>
 void dispatch_binary_op(BinaryOp op, Fn&& fn) {
   switch (op) {
-#define EMBER_CASE(name) case BinaryOp::name: return fn(constant<BinaryOp::name>{});
-    EMBER_CASE(add) EMBER_CASE(sub) EMBER_CASE(mul) EMBER_CASE(div) EMBER_CASE(pow) EMBER_CASE(maximum)
-    EMBER_CASE(minimum) EMBER_CASE(eq) EMBER_CASE(ne) EMBER_CASE(lt) EMBER_CASE(le) EMBER_CASE(gt)
-    EMBER_CASE(ge) EMBER_CASE(logical_and) EMBER_CASE(logical_or) EMBER_CASE(relu_backward)
-    EMBER_CASE(gelu_backward) EMBER_CASE(tanh_backward) EMBER_CASE(sigmoid_backward)
-#undef EMBER_CASE
+#define EMBER_X(name, ...) case BinaryOp::name: return fn(constant<BinaryOp::name>{});
+    EMBER_BINARY_OPS(EMBER_X)
+#undef EMBER_X
   }
 }
 
+
 template <typename T>
 inline constexpr bool is_float_v = std::is_floating_point_v<T>;
+
+// The (op, dtype) pairs each backend runs, checked once for both: fn(constant<op>{}, T{}) for the pairs the
+// tables allow, an error naming the op otherwise. Unary forward: any dtype but bool, floats only where the
+// table says float_only; unary backward: f32/f64; binary: comparisons on any dtype, the rest not on bool,
+// floats only where float_only. `fn` is instantiated only for allowed pairs.
+template <typename Fn>
+void dispatch_unary(UnaryOp op, DType dtype, Fn&& fn) {
+  dispatch_unary_op(op, [&](auto op_c) {
+    constexpr UnaryOp kOp = decltype(op_c)::value;
+    dispatch_dtype(dtype, op_name(kOp), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (std::is_same_v<T, bool> || (unary_needs_float(kOp) && !is_float_v<T>))
+        detail::throw_error(op_name(kOp), ": not defined for dtype ", dtype_name(dtype), "; convert with .to(DType::f32)");
+      else
+        fn(op_c, tag);
+    });
+  });
+}
+
+template <typename Fn>
+void dispatch_unary_backward(UnaryOp op, DType dtype, Fn&& fn) {
+  dispatch_unary_op(op, [&](auto op_c) {
+    dispatch_floating(dtype, op_name(decltype(op_c)::value), [&](auto tag) { fn(op_c, tag); });
+  });
+}
+
+template <typename Fn>
+void dispatch_binary(BinaryOp op, DType dtype, Fn&& fn) {
+  dispatch_binary_op(op, [&](auto op_c) {
+    constexpr BinaryOp kOp = decltype(op_c)::value;
+    dispatch_dtype(dtype, op_name(kOp), [&](auto tag) {
+      using T = decltype(tag);
+      constexpr bool arithmetic_on_bool = std::is_same_v<T, bool> && !is_comparison(kOp);
+      if constexpr (arithmetic_on_bool || (binary_needs_float(kOp) && !is_float_v<T>))
+        detail::throw_error(op_name(kOp), ": not defined for dtype ", dtype_name(dtype));
+      else
+        fn(op_c, tag);
+    });
+  });
+}
 
 // An op parameter (clamp bound, pow exponent) in the element type. NOTE: casting ±inf (an absent clamp
 // bound) or any out-of-range double to an integer is undefined behaviour: saturate instead.

@@ -75,43 +75,4 @@ void synchronize(int device) { gpu(device).synchronize(device); }
 std::string device_name(int device) { return gpu_info(device).name; }
 }  // namespace cuda
 
-// Defaults of the fused ops: a backend that lacks one says so.
-namespace {
-[[noreturn]] void unsupported(const Backend& b, const char* op) {
-  detail::throw_error(op, ": not supported by the ", b.type() == DeviceType::CPU ? "cpu" : "cuda", " backend");
-}
-}  // namespace
-
-void Backend::conv2d_forward(const TensorArg&, const TensorArg&, const TensorArg*, const TensorArg&,
-                             const Conv2dParams&) { unsupported(*this, "conv2d"); }
-void Backend::conv2d_backward(const TensorArg&, const TensorArg&, const TensorArg&, const TensorArg*, const TensorArg*,
-                              const TensorArg*, const Conv2dParams&) { unsupported(*this, "conv2d_backward"); }
-void Backend::pool2d_forward(PoolOp, const TensorArg&, const TensorArg&, const TensorArg*, const Pool2dParams&) {
-  unsupported(*this, "pool2d");
-}
-void Backend::pool2d_backward(PoolOp, const TensorArg&, const TensorArg*, const TensorArg&, const Pool2dParams&) {
-  unsupported(*this, "pool2d_backward");
-}
-void Backend::softmax_forward(const TensorArg&, const TensorArg&, bool) { unsupported(*this, "softmax"); }
-void Backend::softmax_backward(const TensorArg&, const TensorArg&, const TensorArg&, bool) {
-  unsupported(*this, "softmax_backward");
-}
-void Backend::cross_entropy_forward(const TensorArg&, const TensorArg&, const TensorArg&, const TensorArg&, int64_t,
-                                    double) { unsupported(*this, "cross_entropy"); }
-void Backend::cross_entropy_backward(const TensorArg&, const TensorArg&, const TensorArg&, const TensorArg&,
-                                     const TensorArg&, int64_t, double) { unsupported(*this, "cross_entropy_backward"); }
-void Backend::batch_norm_forward(const TensorArg&, const TensorArg*, const TensorArg*, const TensorArg*,
-                                 const TensorArg*, const TensorArg&, const TensorArg&, const TensorArg&, bool, double,
-                                 double) { unsupported(*this, "batch_norm"); }
-void Backend::batch_norm_backward(const TensorArg&, const TensorArg&, const TensorArg*, const TensorArg&,
-                                  const TensorArg&, const TensorArg*, const TensorArg*, const TensorArg*, bool) {
-  unsupported(*this, "batch_norm_backward");
-}
-void Backend::layer_norm_forward(const TensorArg&, const TensorArg*, const TensorArg*, const TensorArg&,
-                                 const TensorArg&, const TensorArg&, double) { unsupported(*this, "layer_norm"); }
-void Backend::layer_norm_backward(const TensorArg&, const TensorArg&, const TensorArg*, const TensorArg&,
-                                  const TensorArg&, const TensorArg*, const TensorArg*, const TensorArg*) {
-  unsupported(*this, "layer_norm_backward");
-}
-
 }  // namespace ember

@@ -1,5 +1,4 @@
 // Broadcasting, type promotion and the element-wise ops.
-#include "backends/kernels.h"
 #include "core/raw.h"
 
 namespace ember::raw {
@@ -69,7 +68,7 @@ Tensor scalar_like(const Tensor& like, double value, bool value_is_integral) {
 
 Tensor unary(UnaryOp op, const Tensor& t, double alpha, double beta) {
   DType dtype = t.dtype();
-  if (kernels::unary_needs_float(op)) dtype = to_floating(dtype);
+  if (unary_needs_float(op)) dtype = to_floating(dtype);
   else if (dtype == DType::b8) dtype = DType::i64;
   const Tensor in = to(t, dtype);
   Tensor out = empty(t.shape(), dtype, t.device());
@@ -77,11 +76,21 @@ Tensor unary(UnaryOp op, const Tensor& t, double alpha, double beta) {
   return out;
 }
 
+Tensor unary_backward(UnaryOp op, const Tensor& grad, const Tensor& saved, double alpha, double beta) {
+  const Tensor s = saved.defined() ? to(saved, grad.dtype()) : grad;
+  check_same_device(grad, s, op_name(op).data());
+  EMBER_CHECK(s.shape() == grad.shape(), op_name(op), " backward: the gradient's shape ", grad.shape(),
+              " differs from the saved tensor's ", s.shape());
+  Tensor out = empty(grad.shape(), grad.dtype(), grad.device());
+  backend(grad.device()).unary_backward(op, grad.arg(), s.arg(), out.arg(), alpha, beta);
+  return out;
+}
+
 Tensor binary(BinaryOp op, const Tensor& a_in, const Tensor& b_in) {
   const Device device = common_device(a_in, b_in, op_name(op).data());
   const Tensor a = to(a_in, device), b = to(b_in, device);
   DType dtype = result_type(a, b);
-  if (kernels::binary_needs_float(op) || op == BinaryOp::div) dtype = to_floating(dtype);  // true division
+  if (binary_needs_float(op)) dtype = to_floating(dtype);  // div: true division
   else if (dtype == DType::b8 && !is_comparison(op)) dtype = DType::i64;                   // bool arithmetic
   const Shape shape = broadcast_shapes(a.shape(), b.shape(), op_name(op).data());
   const Tensor x = operand(a, dtype, shape), y = operand(b, dtype, shape);

@@ -47,6 +47,9 @@ void check_same_device(const Tensor& a, const Tensor& b, const char* op);
 
 // --- element-wise ----------------------------------------------------------------------------------
 Tensor unary(UnaryOp op, const Tensor& t, double alpha = 0, double beta = 0);
+// grad · f'(x) of a unary op, from what the op saves (backends/elementwise_ops.h): x, y, or nothing (pass
+// an undefined tensor). grad and saved have one shape; the result is in grad's dtype.
+Tensor unary_backward(UnaryOp op, const Tensor& grad, const Tensor& saved, double alpha = 0, double beta = 0);
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b);  // broadcasts and promotes
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 // a ⊕= b in place (b broadcast to a's shape, converted to a's dtype). Bumps a's version.

@@ -9,6 +9,7 @@
 #include <iosfwd>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -105,15 +106,14 @@ class Tensor {
   Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
 
   // --- math (each is the free function of the same name in autograd/ops.h) -----------------------
-  Tensor neg() const;
-  Tensor abs() const;
-  Tensor exp() const;
-  Tensor log() const;
-  Tensor sqrt() const;
-  Tensor tanh() const;
-  Tensor sigmoid() const;
-  Tensor relu() const;
-  Tensor gelu() const;
+  // The element-wise ops of backends/elementwise_ops.h: x.exp(), x.add(y), x.eq(y), ...
+#define EMBER_X(name, ...) Tensor name() const;
+  EMBER_UNARY_OPS_PUBLIC(EMBER_X)
+#undef EMBER_X
+#define EMBER_X(name, ...) Tensor name(const Tensor& other) const;
+  EMBER_BINARY_OPS(EMBER_X)
+#undef EMBER_X
+  Tensor gelu(std::string_view approximate = "none") const;
   Tensor pow(double exponent) const;
   Tensor clamp(double min, double max) const;
   Tensor sum() const;

@@ -11,6 +11,19 @@
 
 namespace ember::nn::functional {
 
+// The activations, as torch::nn::functional names them (they are the ember:: ops of autograd/ops.h).
+using ember::elu;
+using ember::gelu;
+using ember::hardtanh;
+using ember::leaky_relu;
+using ember::log_softmax;
+using ember::relu;
+using ember::sigmoid;
+using ember::silu;
+using ember::softmax;
+using ember::softplus;
+using ember::tanh;
+
 enum class Reduction { none, mean, sum };
 
 // y = x @ weightᵀ + bias. x [*, in], weight [out, in], bias [out] or undefined.

@@ -133,17 +133,59 @@ class Flatten : public Module {
   int64_t start_dim, end_dim;
 };
 
-#define EMBER_ACTIVATION(Name, expr)                                   \
+// The activation layers without parameters, one line each: X(class, registry type, forward). Each line
+// makes the Module here and its `{type: <registry type>}` entry in the layer registry (nn/registry.cpp).
+#define EMBER_ACTIVATION_LAYERS(X)   \
+  X(ReLU, "relu", relu(x))           \
+  X(Tanh, "tanh", tanh(x))           \
+  X(Sigmoid, "sigmoid", sigmoid(x))  \
+  X(SiLU, "silu", silu(x))
+
+#define EMBER_X(Name, type, expr)                                      \
   class Name : public Module {                                         \
    public:                                                             \
     Tensor forward(const Tensor& x) override { return expr; }          \
     std::string type_name() const override { return #Name; }          \
   };
-EMBER_ACTIVATION(ReLU, relu(x))
-EMBER_ACTIVATION(GELU, gelu(x))
-EMBER_ACTIVATION(Tanh, tanh(x))
-EMBER_ACTIVATION(Sigmoid, sigmoid(x))
-#undef EMBER_ACTIVATION
+EMBER_ACTIVATION_LAYERS(EMBER_X)
+#undef EMBER_X
+
+// The activations with parameters (PyTorch's defaults).
+class GELU : public Module {
+ public:
+  explicit GELU(std::string approximate = "none") : approximate(std::move(approximate)) {}
+  Tensor forward(const Tensor& x) override { return gelu(x, approximate); }
+  std::string type_name() const override { return "GELU"; }
+  std::string approximate;  // "none" (erf) or "tanh"
+};
+class LeakyReLU : public Module {
+ public:
+  explicit LeakyReLU(double negative_slope = 0.01) : negative_slope(negative_slope) {}
+  Tensor forward(const Tensor& x) override { return leaky_relu(x, negative_slope); }
+  std::string type_name() const override { return "LeakyReLU"; }
+  double negative_slope;
+};
+class ELU : public Module {
+ public:
+  explicit ELU(double alpha = 1.0) : alpha(alpha) {}
+  Tensor forward(const Tensor& x) override { return elu(x, alpha); }
+  std::string type_name() const override { return "ELU"; }
+  double alpha;
+};
+class Softplus : public Module {
+ public:
+  explicit Softplus(double beta = 1.0, double threshold = 20.0) : beta(beta), threshold(threshold) {}
+  Tensor forward(const Tensor& x) override { return softplus(x, beta, threshold); }
+  std::string type_name() const override { return "Softplus"; }
+  double beta, threshold;
+};
+class Hardtanh : public Module {
+ public:
+  explicit Hardtanh(double min_val = -1.0, double max_val = 1.0) : min_val(min_val), max_val(max_val) {}
+  Tensor forward(const Tensor& x) override { return hardtanh(x, min_val, max_val); }
+  std::string type_name() const override { return "Hardtanh"; }
+  double min_val, max_val;
+};
 
 class Softmax : public Module {
  public:

@@ -38,6 +38,12 @@ class Args {
     if (const auto* b = std::get_if<bool>(v)) return *b;
     fail(key, "true or false");
   }
+  std::string text(const std::string& key, const std::string& fallback) const {
+    const SpecValue* v = find(key);
+    if (v == nullptr) return fallback;
+    if (const auto* t = std::get_if<std::string>(v)) return *t;
+    fail(key, "a string");
+  }
   // An int n means (n, n); a list of two ints (h, w).
   std::pair<int64_t, int64_t> pair(const std::string& key, std::optional<int64_t> fallback = std::nullopt) const {
     const SpecValue* v = find(key);
@@ -154,10 +160,38 @@ const std::map<std::string, Entry>& table() {
         [](const Args& a, Generator*) -> std::shared_ptr<Module> {
           return std::make_shared<Flatten>(a.integer("start_dim", 1), a.integer("end_dim", -1));
         }}},
-      {"relu", {{}, [](const Args&, Generator*) -> std::shared_ptr<Module> { return std::make_shared<ReLU>(); }}},
-      {"gelu", {{}, [](const Args&, Generator*) -> std::shared_ptr<Module> { return std::make_shared<GELU>(); }}},
-      {"tanh", {{}, [](const Args&, Generator*) -> std::shared_ptr<Module> { return std::make_shared<Tanh>(); }}},
-      {"sigmoid", {{}, [](const Args&, Generator*) -> std::shared_ptr<Module> { return std::make_shared<Sigmoid>(); }}},
+#define EMBER_X(Name, type, expr) \
+  {type, {{}, [](const Args&, Generator*) -> std::shared_ptr<Module> { return std::make_shared<Name>(); }}},
+      EMBER_ACTIVATION_LAYERS(EMBER_X)
+#undef EMBER_X
+      {"gelu",
+       {{"approximate"},
+        [](const Args& a, Generator*) -> std::shared_ptr<Module> {
+          const std::string approximate = a.text("approximate", "none");
+          if (approximate != "none" && approximate != "tanh")
+            a.error("'approximate' must be none or tanh, got '" + approximate + "'");
+          return std::make_shared<GELU>(approximate);
+        }}},
+      {"leaky_relu",
+       {{"negative_slope"},
+        [](const Args& a, Generator*) -> std::shared_ptr<Module> {
+          return std::make_shared<LeakyReLU>(a.number("negative_slope", 0.01));
+        }}},
+      {"elu", {{"alpha"}, [](const Args& a, Generator*) -> std::shared_ptr<Module> { return std::make_shared<ELU>(a.number("alpha", 1.0)); }}},
+      {"softplus",
+       {{"beta", "threshold"},
+        [](const Args& a, Generator*) -> std::shared_ptr<Module> {
+          const double beta = a.number("beta", 1.0);
+          if (beta == 0) a.error("'beta' must not be 0");
+          return std::make_shared<Softplus>(beta, a.number("threshold", 20.0));
+        }}},
+      {"hardtanh",
+       {{"min_val", "max_val"},
+        [](const Args& a, Generator*) -> std::shared_ptr<Module> {
+          const double lo = a.number("min_val", -1.0), hi = a.number("max_val", 1.0);
+          if (lo > hi) a.error("'min_val' must not exceed 'max_val'");
+          return std::make_shared<Hardtanh>(lo, hi);
+        }}},
       {"softmax",
        {{"dim"}, [](const Args& a, Generator*) -> std::shared_ptr<Module> { return std::make_shared<Softmax>(a.integer("dim", -1)); }}},
   };

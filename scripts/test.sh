@@ -20,6 +20,9 @@ echo "build: $((SECONDS - start)) s"
 echo "== tests (including the long accuracy runs of the shipped configs; the CUDA parity suite skips without a GPU) =="
 ctest --test-dir build --output-on-failure -j"$jobs"
 
+echo "== adding an element-wise op takes the 3 edits docs/architecture.md states (a throw-away op, built CPU-only) =="
+scripts/check_add_op.sh
+
 echo "== tests under ASan + UBSan =="
 cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=Debug -DEMBER_SANITIZE=ON -DEMBER_BUILD_BENCH=OFF -DEMBER_CUDA=OFF >/dev/null
 cmake --build build-sanitize -j"$jobs"

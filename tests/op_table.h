@@ -199,6 +199,9 @@ inline const Tensor kMask = from_vector<bool>({true, false, false, true, true, f
 inline const Host kMaskHost{{2, 3}, {1, 0, 0, 1, 1, 0}};
 
 inline double gelu_ref(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
+inline double gelu_tanh_ref(double x) {
+  return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+}
 
 // NOLINTBEGIN(readability-function-size): one line per op
 inline const std::vector<OpCase>& op_table() {
@@ -231,6 +234,17 @@ inline const std::vector<OpCase>& op_table() {
     {"sigmoid", {N({2, 3})}, [](V x) { return sigmoid(x[0]); }, [](H h) { return map1(h[0], [](double a) { return 1 / (1 + std::exp(-a)); }); }},
     {"relu", {N({3, 4})}, [](V x) { return relu(x[0]); }, [](H h) { return map1(h[0], [](double a) { return a > 0 ? a : 0; }); }},
     {"gelu", {N({3, 4})}, [](V x) { return gelu(x[0]); }, [](H h) { return map1(h[0], gelu_ref); }},
+    {"expm1", {N({2, 3})}, [](V x) { return expm1(x[0]); }, [](H h) { return map1(h[0], [](double a) { return std::expm1(a); }); }},
+    {"log1p", {P({2, 3})}, [](V x) { return log1p(x[0] - 0.4); }, [](H h) { return map1(h[0], [](double a) { return std::log1p(a - 0.4); }); }},
+    {"reciprocal", {P({2, 3})}, [](V x) { return reciprocal(x[0]); }, [](H h) { return map1(h[0], [](double a) { return 1 / a; }); }},
+    {"sin", {N({2, 3})}, [](V x) { return sin(x[0]); }, [](H h) { return map1(h[0], [](double a) { return std::sin(a); }); }},
+    {"cos", {N({2, 3})}, [](V x) { return x[0].cos(); }, [](H h) { return map1(h[0], [](double a) { return std::cos(a); }); }},
+    {"silu", {N({3, 4})}, [](V x) { return silu(x[0]); }, [](H h) { return map1(h[0], [](double a) { return a / (1 + std::exp(-a)); }); }},
+    {"gelu_tanh", {N({3, 4})}, [](V x) { return gelu(x[0], "tanh"); }, [](H h) { return map1(h[0], gelu_tanh_ref); }},
+    {"leaky_relu", {N({3, 4})}, [](V x) { return leaky_relu(x[0], 0.2); }, [](H h) { return map1(h[0], [](double a) { return a > 0 ? a : 0.2 * a; }); }},
+    {"elu", {N({3, 4})}, [](V x) { return elu(x[0], 1.5); }, [](H h) { return map1(h[0], [](double a) { return a > 0 ? a : 1.5 * std::expm1(a); }); }},
+    {"softplus", {N({3, 4})}, [](V x) { return softplus(x[0], 2.0, 1.5); }, [](H h) { return map1(h[0], [](double a) { return 2 * a > 1.5 ? a : std::log1p(std::exp(2 * a)) / 2; }); }},
+    {"hardtanh", {N({3, 4})}, [](V x) { return hardtanh(x[0], -0.8, 0.6); }, [](H h) { return map1(h[0], [](double a) { return std::clamp(a, -0.8, 0.6); }); }},
     {"pow_scalar", {P({2, 3})}, [](V x) { return pow(x[0], 2.5); }, [](H h) { return map1(h[0], [](double a) { return std::pow(a, 2.5); }); }},
     {"pow_scalar_int", {N({2, 3})}, [](V x) { return x[0].pow(3); }, [](H h) { return map1(h[0], [](double a) { return a * a * a; }); }},
     {"clamp", {N({3, 4})}, [](V x) { return clamp(x[0], -0.5, 0.7); }, [](H h) { return map1(h[0], [](double a) { return std::clamp(a, -0.5, 0.7); }); }},

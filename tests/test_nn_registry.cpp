@@ -55,7 +55,15 @@ TEST(Registry, MlpOnFlatInputAndEveryType) {
   EXPECT_EQ(mlp->forward(randn({2, 1, 4, 4})).shape(), Shape({2, 3}));
   auto pools = nn::build_sequential({spec("avg_pool2d", {{"kernel_size", int64_t{2}}}), spec("adaptive_avg_pool2d")}, {3, 8, 8});
   EXPECT_EQ(pools->forward(randn({2, 3, 8, 8})).shape(), Shape({2, 3, 1, 1}));
-  EXPECT_EQ(nn::layer_types().size(), 14u);
+  auto acts = nn::build_sequential({spec("silu"), spec("leaky_relu", {{"negative_slope", 0.2}}), spec("elu"),
+                                   spec("softplus", {{"beta", 2.0}, {"threshold", int64_t{10}}}),
+                                   spec("hardtanh", {{"min_val", -0.5}, {"max_val", 0.5}}),
+                                   spec("gelu", {{"approximate", std::string("tanh")}})},
+                                  {4});
+  const Tensor x = from_vector<float>({-2, -0.1f, 0.3f, 3}, {1, 4});
+  const Tensor y = gelu(hardtanh(softplus(elu(leaky_relu(silu(x), 0.2)), 2.0, 10.0), -0.5, 0.5), "tanh");
+  EXPECT_EQ(acts->forward(x).to_vector<float>(), y.to_vector<float>());
+  EXPECT_EQ(nn::layer_types().size(), 19u);
   EXPECT_EQ(nn::layer_keys("linear"), (std::vector<std::string>{"out_features", "bias"}));
 }
 
@@ -67,6 +75,8 @@ TEST(Registry, Errors) {
   expect_error({spec("conv2d", {{"kernel_size", int64_t{3}}})}, {"(conv2d)", "missing required key 'out_channels'"});
   expect_error({spec("conv2d", {{"out_channels", int64_t{4}}, {"kernel_size", std::string("big")}})},
                {"'kernel_size' must be an integer or a list of two integers"});
+  expect_error({spec("gelu", {{"approximate", std::string("fast")}})}, {"(gelu)", "'approximate' must be none or tanh"});
+  expect_error({spec("softplus", {{"beta", 0.0}})}, {"(softplus)", "'beta' must not be 0"});
   expect_error({spec("linear", {{"out_features", 2.5}})}, {"'out_features' must be an integer"}, {4});
   expect_error({spec("relu", {{"inplace", true}})}, {"unknown key 'inplace'", "valid keys: none"});
   expect_error({spec("linear", {{"out_features", int64_t{10}}})}, {"linear needs flat input", "[1, 28, 28]", "flatten"});

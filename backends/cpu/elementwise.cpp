@@ -9,9 +9,6 @@
 namespace ember::cpu {
 namespace {
 
-using kernels::dispatch_binary_op;
-using kernels::dispatch_unary_op;
-using kernels::is_float_v;
 using kernels::param_cast;
 
 template <typename Out, typename In, typename F>
@@ -55,36 +52,32 @@ void binary_loop(const TensorArg& a, const TensorArg& b, const TensorArg& out, F
 void CpuBackend::unary(UnaryOp op, const TensorArg& in, const TensorArg& out, double alpha, double beta) {
   EMBER_CHECK(in.dtype == out.dtype, "unary: input ", dtype_name(in.dtype), " and output ",
               dtype_name(out.dtype), " differ");
-  dispatch_unary_op(op, [&](auto op_c) {
-    constexpr UnaryOp kOp = decltype(op_c)::value;
-    dispatch_dtype(in.dtype, "unary", [&](auto tag) {
-      using T = decltype(tag);
-      if constexpr (std::is_same_v<T, bool> || (kernels::unary_needs_float(kOp) && !is_float_v<T>)) {
-        detail::throw_error(op_name(kOp), ": not defined for dtype ", dtype_name(in.dtype),
-                            "; convert with .to(DType::f32)");
-      } else {
-        unary_loop<T, T>(in, out, kernels::UnaryFn<kOp, T>{param_cast<T>(alpha), param_cast<T>(beta)});
-      }
-    });
+  kernels::dispatch_unary(op, in.dtype, [&](auto op_c, auto tag) {
+    using T = decltype(tag);
+    unary_loop<T, T>(in, out, kernels::UnaryFn<decltype(op_c)::value, T>{param_cast<T>(alpha), param_cast<T>(beta)});
+  });
+}
+
+void CpuBackend::unary_backward(UnaryOp op, const TensorArg& grad_out, const TensorArg& saved,
+                                const TensorArg& grad_in, double alpha, double beta) {
+  EMBER_CHECK(grad_out.dtype == saved.dtype && grad_out.dtype == grad_in.dtype, op_name(op),
+              " backward: dtypes differ");
+  kernels::dispatch_unary_backward(op, grad_out.dtype, [&](auto op_c, auto tag) {
+    using T = decltype(tag);
+    binary_loop<T, T>(grad_out, saved, grad_in,
+                      kernels::UnaryBackwardFn<decltype(op_c)::value, T>{T(alpha), T(beta)});
   });
 }
 
 void CpuBackend::binary(BinaryOp op, const TensorArg& a, const TensorArg& b, const TensorArg& out) {
   EMBER_CHECK(a.dtype == b.dtype, "binary: inputs ", dtype_name(a.dtype), " and ", dtype_name(b.dtype), " differ");
-  dispatch_binary_op(op, [&](auto op_c) {
+  kernels::dispatch_binary(op, a.dtype, [&](auto op_c, auto tag) {
     constexpr BinaryOp kOp = decltype(op_c)::value;
-    dispatch_dtype(a.dtype, "binary", [&](auto tag) {
-      using T = decltype(tag);
-      constexpr bool arithmetic_on_bool = std::is_same_v<T, bool> && !is_comparison(kOp);
-      if constexpr (arithmetic_on_bool || (kernels::binary_needs_float(kOp) && !is_float_v<T>)) {
-        detail::throw_error(op_name(kOp), ": not defined for dtype ", dtype_name(a.dtype));
-      } else {
-        using Out = std::conditional_t<is_comparison(kOp), bool, T>;
-        EMBER_CHECK(out.dtype == dtype_v<Out>, "binary: output dtype ", dtype_name(out.dtype), ", expected ",
-                    dtype_name(dtype_v<Out>));
-        binary_loop<Out, T>(a, b, out, kernels::BinaryFn<kOp, T>{});
-      }
-    });
+    using T = decltype(tag);
+    using Out = std::conditional_t<is_comparison(kOp), bool, T>;
+    EMBER_CHECK(out.dtype == dtype_v<Out>, "binary: output dtype ", dtype_name(out.dtype), ", expected ",
+                dtype_name(dtype_v<Out>));
+    binary_loop<Out, T>(a, b, out, kernels::BinaryFn<kOp, T>{});
   });
 }
 

@@ -83,48 +83,7 @@ class CudaBackend final : public Backend {
   void empty_cache(int device_index) override;
   void synchronize(int device_index) override;
 
-  void copy(const TensorArg& src, const TensorArg& dst) override;
-  void copy_bytes_host(void* device_ptr, void* host_ptr, size_t bytes, bool to_host, int device_index) override;
-  void fill(const TensorArg& out, double value) override;
-
-  void unary(UnaryOp op, const TensorArg& in, const TensorArg& out, double alpha, double beta) override;
-  void binary(BinaryOp op, const TensorArg& a, const TensorArg& b, const TensorArg& out) override;
-  void where(const TensorArg& cond, const TensorArg& a, const TensorArg& b, const TensorArg& out) override;
-  void reduce(ReduceOp op, const TensorArg& in, const TensorArg& out) override;
-  void arg_reduce(ArgReduceOp op, const TensorArg& in, const TensorArg& out, int dim) override;
-  void index(IndexOp op, const TensorArg& in, const TensorArg& index, const TensorArg& out, int dim) override;
-  void random(RandomOp op, const TensorArg& out, uint64_t seed, uint64_t offset, double a, double b) override;
-  void matmul(const TensorArg& a, const TensorArg& b, const TensorArg& out) override;
-  void optimizer_step(OptimizerOp op, const OptimizerParams& p, const TensorArg& param, const TensorArg& grad,
-                      const TensorArg* s0, const TensorArg* s1, const TensorArg* s2) override;
-
-  void conv2d_forward(const TensorArg& x, const TensorArg& w, const TensorArg* bias, const TensorArg& y,
-                      const Conv2dParams& p) override;
-  void conv2d_backward(const TensorArg& x, const TensorArg& w, const TensorArg& grad_y, const TensorArg* grad_x,
-                       const TensorArg* grad_w, const TensorArg* grad_bias, const Conv2dParams& p) override;
-  void pool2d_forward(PoolOp op, const TensorArg& x, const TensorArg& y, const TensorArg* indices,
-                      const Pool2dParams& p) override;
-  void pool2d_backward(PoolOp op, const TensorArg& grad_y, const TensorArg* indices, const TensorArg& grad_x,
-                       const Pool2dParams& p) override;
-  void softmax_forward(const TensorArg& x, const TensorArg& y, bool log) override;
-  void softmax_backward(const TensorArg& grad_y, const TensorArg& y, const TensorArg& grad_x, bool log) override;
-  void cross_entropy_forward(const TensorArg& logits, const TensorArg& target, const TensorArg& loss,
-                             const TensorArg& lse, int64_t ignore_index, double label_smoothing) override;
-  void cross_entropy_backward(const TensorArg& logits, const TensorArg& target, const TensorArg& lse,
-                              const TensorArg& grad_loss, const TensorArg& grad_logits, int64_t ignore_index,
-                              double label_smoothing) override;
-  void batch_norm_forward(const TensorArg& x, const TensorArg* weight, const TensorArg* bias,
-                          const TensorArg* running_mean, const TensorArg* running_var, const TensorArg& y,
-                          const TensorArg& save_mean, const TensorArg& save_invstd, bool training, double momentum,
-                          double eps) override;
-  void batch_norm_backward(const TensorArg& grad_y, const TensorArg& x, const TensorArg* weight,
-                           const TensorArg& save_mean, const TensorArg& save_invstd, const TensorArg* grad_x,
-                           const TensorArg* grad_weight, const TensorArg* grad_bias, bool training) override;
-  void layer_norm_forward(const TensorArg& x, const TensorArg* weight, const TensorArg* bias, const TensorArg& y,
-                          const TensorArg& save_mean, const TensorArg& save_invstd, double eps) override;
-  void layer_norm_backward(const TensorArg& grad_y, const TensorArg& x, const TensorArg* weight,
-                           const TensorArg& save_mean, const TensorArg& save_invstd, const TensorArg* grad_x,
-                           const TensorArg* grad_weight, const TensorArg* grad_bias) override;
+  EMBER_BACKEND_OPS(EMBER_BACKEND_OVERRIDE)
 
   std::string describe() override;
 

@@ -8,8 +8,6 @@
 namespace ember::cuda {
 namespace {
 
-using kernels::is_float_v;
-
 template <typename To, typename From>
 struct CastOp {
   __device__ void operator()(char** p) const {
@@ -70,39 +68,36 @@ void CudaBackend::unary(UnaryOp op, const TensorArg& in, const TensorArg& out, d
   EMBER_CHECK(in.dtype == out.dtype, "unary: input ", dtype_name(in.dtype), " and output ",
               dtype_name(out.dtype), " differ");
   const cudaStream_t stream = context(out.device_index).stream;
-  kernels::dispatch_unary_op(op, [&](auto op_c) {
-    constexpr UnaryOp kOp = decltype(op_c)::value;
-    dispatch_dtype(in.dtype, "unary", [&](auto tag) {
-      using T = decltype(tag);
-      if constexpr (std::is_same_v<T, bool> || (kernels::unary_needs_float(kOp) && !is_float_v<T>)) {
-        ember::detail::throw_error(op_name(kOp), ": not defined for dtype ", dtype_name(in.dtype),
-                            "; convert with .to(DType::f32)");
-      } else {
-        using F = kernels::UnaryFn<kOp, T>;
-        launch_elementwise<2>(stream, {&out, &in},
-                              MapOp<T, T, F>{F{kernels::param_cast<T>(alpha), kernels::param_cast<T>(beta)}});
-      }
-    });
+  kernels::dispatch_unary(op, in.dtype, [&](auto op_c, auto tag) {
+    using T = decltype(tag);
+    using F = kernels::UnaryFn<decltype(op_c)::value, T>;
+    launch_elementwise<2>(stream, {&out, &in},
+                          MapOp<T, T, F>{F{kernels::param_cast<T>(alpha), kernels::param_cast<T>(beta)}});
+  });
+}
+
+void CudaBackend::unary_backward(UnaryOp op, const TensorArg& grad_out, const TensorArg& saved,
+                                 const TensorArg& grad_in, double alpha, double beta) {
+  EMBER_CHECK(grad_out.dtype == saved.dtype && grad_out.dtype == grad_in.dtype, op_name(op),
+              " backward: dtypes differ");
+  const cudaStream_t stream = context(grad_in.device_index).stream;
+  kernels::dispatch_unary_backward(op, grad_out.dtype, [&](auto op_c, auto tag) {
+    using T = decltype(tag);
+    using F = kernels::UnaryBackwardFn<decltype(op_c)::value, T>;
+    launch_elementwise<3>(stream, {&grad_in, &grad_out, &saved}, ZipOp<T, T, F>{F{T(alpha), T(beta)}});
   });
 }
 
 void CudaBackend::binary(BinaryOp op, const TensorArg& a, const TensorArg& b, const TensorArg& out) {
   EMBER_CHECK(a.dtype == b.dtype, "binary: inputs ", dtype_name(a.dtype), " and ", dtype_name(b.dtype), " differ");
   const cudaStream_t stream = context(out.device_index).stream;
-  kernels::dispatch_binary_op(op, [&](auto op_c) {
+  kernels::dispatch_binary(op, a.dtype, [&](auto op_c, auto tag) {
     constexpr BinaryOp kOp = decltype(op_c)::value;
-    dispatch_dtype(a.dtype, "binary", [&](auto tag) {
-      using T = decltype(tag);
-      constexpr bool arithmetic_on_bool = std::is_same_v<T, bool> && !is_comparison(kOp);
-      if constexpr (arithmetic_on_bool || (kernels::binary_needs_float(kOp) && !is_float_v<T>)) {
-        ember::detail::throw_error(op_name(kOp), ": not defined for dtype ", dtype_name(a.dtype));
-      } else {
-        using Out = std::conditional_t<is_comparison(kOp), bool, T>;
-        EMBER_CHECK(out.dtype == dtype_v<Out>, "binary: output dtype ", dtype_name(out.dtype), ", expected ",
-                    dtype_name(dtype_v<Out>));
-        launch_elementwise<3>(stream, {&out, &a, &b}, ZipOp<Out, T, kernels::BinaryFn<kOp, T>>{});
-      }
-    });
+    using T = decltype(tag);
+    using Out = std::conditional_t<is_comparison(kOp), bool, T>;
+    EMBER_CHECK(out.dtype == dtype_v<Out>, "binary: output dtype ", dtype_name(out.dtype), ", expected ",
+                dtype_name(dtype_v<Out>));
+    launch_elementwise<3>(stream, {&out, &a, &b}, ZipOp<Out, T, kernels::BinaryFn<kOp, T>>{});
   });
 }
 
