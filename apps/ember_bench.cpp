@@ -18,6 +18,7 @@
 
 #include "apps/bench.h"
 #include "apps/cli.h"
+#include "backends/log.h"
 
 using namespace ember;
 using nlohmann::json;
@@ -175,14 +176,14 @@ int main(int argc, char** argv) {
         rows.push_back({devices.back().str(), std::nullopt, ""});
       } catch (const Error& e) {
         rows.push_back({"cuda", std::nullopt, e.what()});
-        log().warn("ember-bench: cuda skipped: {}", e.what());
+        logger().warn("ember-bench: cuda skipped: {}", e.what());
       }
     } else {
       devices.push_back(app::parse_device(device));
       rows.push_back({devices.back().str(), std::nullopt, ""});
     }
     for (size_t i = 0; i < devices.size(); ++i) {
-      if (!as_json) log().info("ember-bench: {} steps on {}", options.warmup + options.steps, devices[i].str());
+      if (!as_json) logger().info("ember-bench: {} steps on {}", options.warmup + options.steps, devices[i].str());
       rows[i].result = app::run_bench(cfg, devices[i], options);
     }
     std::optional<Comparison> comparison;

@@ -8,6 +8,7 @@
 
 #include "apps/progress.h"
 #include "apps/run_dir.h"
+#include "backends/log.h"
 #include "apps/session.h"
 
 namespace ember::app {
@@ -127,7 +128,7 @@ std::string stop_on_data_failure(Session& s, const Progress& p, const data::Load
            "; once the data reads again, " + resume;
   try {
     const std::string written = save_checkpoint(s, p, position, hash, dir);
-    log().info("data failure: wrote {} (step {}, loader at {})", written, p.step, position.str());
+    logger().info("data failure: wrote {} (step {}, loader at {})", written, p.step, position.str());
     return msg + "Wrote " + written + " (the last completed step, " + std::to_string(p.step) +
            "); once the data reads again, " + resume;
   } catch (const Error& e) {
@@ -153,16 +154,16 @@ int run_training(const TrainOptions& o) {
   std::string last_checkpoint;  // the newest good one, for the NaN message
   bool checkpoint_is_current = false;  // last_checkpoint holds the state as it is now (no step since)
   for (const auto& name : remove_stale_temporaries(dir))
-    log().info("removed {}, left by a process killed while writing it", (dir / name).string());
+    logger().info("removed {}, left by a process killed while writing it", (dir / name).string());
   if (o.resume) {
     std::vector<std::string> problems;
     const auto ckpt = newest_valid_checkpoint(dir, problems);
-    for (const auto& problem : problems) log().warn("resume: skipping {}", problem);
+    for (const auto& problem : problems) logger().warn("resume: skipping {}", problem);
     if (!ckpt) throw ConfigError("--resume " + dir.string() + ": no usable checkpoint in the run directory");
     p = restore(s, *ckpt, hash);
     last_checkpoint = ckpt->source();
     checkpoint_is_current = true;
-    log().info("resumed from {} (epochs done: {}, step {})", ckpt->source(), p.epoch, p.step);
+    logger().info("resumed from {} (epochs done: {}, step {})", ckpt->source(), p.epoch, p.step);
   } else {
     if (!list_checkpoints(dir).empty())
       throw ConfigError("the run directory " + dir.string() + " already holds checkpoints: continue it with --resume " +
@@ -171,7 +172,7 @@ int run_training(const TrainOptions& o) {
   }
   write_file_atomic(dir / "config.yaml", to_yaml(cfg));
   MetricsWriter metrics(dir, o.resume ? std::optional<int64_t>(p.epoch) : std::nullopt);
-  log().info("training on {}: {} train / {} test examples, {} steps per epoch, {} epochs, run directory {}",
+  logger().info("training on {}: {} train / {} test examples, {} steps per epoch, {} epochs, run directory {}",
              o.device.str(), s.train_set->size(), s.test_set->size(), s.steps_per_epoch, cfg.epochs, dir.string());
 
   SignalScope signals;
@@ -206,7 +207,7 @@ int run_training(const TrainOptions& o) {
                                 "), gradient clipping (optimizer.clip_grad_norm: 1.0), or skip_nonfinite: true to "
                                 "skip such steps");
           ++p.skipped;
-          log().warn("step {}: the loss is {}; step skipped (skip_nonfinite: true)", p.step, value);
+          logger().warn("step {}: the loss is {}; step skipped (skip_nonfinite: true)", p.step, value);
         } else {
           apply_update(s, loss);
           const int64_t n = target.size(0);

@@ -6,8 +6,8 @@
 
 namespace ember {
 
-spdlog::logger& log() {
-  static std::shared_ptr<spdlog::logger> logger = [] {
+spdlog::logger& logger() {
+  static std::shared_ptr<spdlog::logger> instance = [] {
     auto l = spdlog::get("ember");
     if (!l) l = spdlog::stderr_color_mt("ember");
     spdlog::level::level_enum level = spdlog::level::info;
@@ -24,7 +24,7 @@ spdlog::logger& log() {
     l->set_pattern("[%H:%M:%S.%e] [ember] [%^%l%$] %v");
     return l;
   }();
-  return *logger;
+  return *instance;
 }
 
 }  // namespace ember

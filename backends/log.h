@@ -4,5 +4,5 @@
 #include <spdlog/spdlog.h>
 
 namespace ember {
-spdlog::logger& log();
+spdlog::logger& logger();
 }  // namespace ember

@@ -24,10 +24,10 @@ Device Device::parse(std::string_view text) {
   if (text == "cpu") return kCPU;
   if (text == "auto") {
     if (cuda_unusable_reason().empty()) {
-      log().info("device auto: using cuda:0 ({} GPU(s) found)", cuda::device_count());
+      logger().info("device auto: using cuda:0 ({} GPU(s) found)", cuda::device_count());
       return Device(DeviceType::CUDA, 0);
     }
-    log().info("device auto: using cpu ({})", cuda_unusable_reason());
+    logger().info("device auto: using cpu ({})", cuda_unusable_reason());
     return kCPU;
   }
   if (text.substr(0, 4) == "cuda") {

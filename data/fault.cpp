@@ -31,7 +31,7 @@ int64_t injected_read_fault(const std::string& file) {
               kVariable, "='", text, "' is not a fault to inject; expected read:K or read:K@TEXT (K an example index, "
               "TEXT part of the dataset file's path), or unset it");
   if (at != std::string::npos && file.find(text.substr(at + 1)) == std::string::npos) return -1;
-  log().warn("{}={}: every read of example {} of {} will fail (fault injection for tests)", kVariable, text, index,
+  logger().warn("{}={}: every read of example {} of {} will fail (fault injection for tests)", kVariable, text, index,
              file);
   return index;
 }

@@ -89,7 +89,7 @@ std::shared_ptr<IdxDataset> fashion_mnist(Split split, const std::string& dir) {
   const std::string images = find("images-idx3-ubyte");  // images first: the error names the first missing file
   const std::string labels = find("labels-idx1-ubyte");
   auto ds = std::make_shared<IdxDataset>(images, labels);
-  log().debug("fashion_mnist: {} examples of {} from {}", ds->size(), prefix, dir);
+  logger().debug("fashion_mnist: {} examples of {} from {}", ds->size(), prefix, dir);
   return ds;
 }
 

@@ -13,7 +13,7 @@ src=$PWD
 work=${1:-$(mktemp -d)}
 mkdir -p "$work"
 tree="$work/tree"
-rm -rf "$tree"
+rm -rf "$tree" "$work/orig"
 mkdir -p "$tree"
 git ls-files -z | tar --null -T - -cf - | tar -xf - -C "$tree"
 cp -r "$tree" "$work/orig"
@@ -34,7 +34,7 @@ edit("tests/op_table.h", '    {"pow_scalar", {P({2, 3})}',
      after=False)
 EOF
 cd "$work"
-changed=$(diff -rq orig tree | wc -l)
+changed=$(diff -rq orig tree | wc -l || true)
 added=$(diff -r orig tree | grep -c '^>' || true)
 echo "check_add_op: the edits touch $changed files, $added added lines (docs/architecture.md: 3 files, 4 lines)"
 [[ $changed -eq 3 && $added -eq 4 ]] || { echo "check_add_op: expected 3 files and 4 lines"; exit 1; }

@@ -158,7 +158,7 @@ bool onednn_conv2d_forward(const TensorArg& x, const TensorArg& w, const TensorA
     s.wait();
     return true;
   } catch (const dnnl::error& e) {
-    log().debug("conv2d: oneDNN declined ({}); using im2col + GEMM", e.what());
+    logger().debug("conv2d: oneDNN declined ({}); using im2col + GEMM", e.what());
     return false;
   }
 }
@@ -227,7 +227,7 @@ bool onednn_conv2d_backward(const TensorArg& x, const TensorArg& w, const Tensor
     s.wait();
     return true;
   } catch (const dnnl::error& e) {
-    log().debug("conv2d backward: oneDNN declined ({}); using im2col + GEMM", e.what());
+    logger().debug("conv2d backward: oneDNN declined ({}); using im2col + GEMM", e.what());
     return false;
   }
 }

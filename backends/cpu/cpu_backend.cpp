@@ -25,7 +25,7 @@ int num_threads() {
       char* end = nullptr;
       const long v = std::strtol(env, &end, 10);
       if (end != env && *end == '\0' && v >= 1 && v <= 1024) return static_cast<int>(v);
-      log().warn("EMBER_NUM_THREADS='{}' is not a thread count (1-1024); using the number of cores", env);
+      logger().warn("EMBER_NUM_THREADS='{}' is not a thread count (1-1024); using the number of cores", env);
     }
     const unsigned hw = std::thread::hardware_concurrency();
     return hw == 0 ? 1 : static_cast<int>(hw);

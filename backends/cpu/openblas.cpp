@@ -47,7 +47,7 @@ Blas load() {
       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
     Blas b = load_once("SkylakeX");
     if (!b.error.empty() || (gemm_is_correct<float>(b.sgemm) && gemm_is_correct<double>(b.dgemm))) return b;
-    log().warn("OpenBLAS SkylakeX kernels failed the start-up check on this CPU; using its own choice instead");
+    logger().warn("OpenBLAS SkylakeX kernels failed the start-up check on this CPU; using its own choice instead");
     unsetenv("OPENBLAS_CORETYPE");
   }
 #endif
@@ -100,15 +100,15 @@ Blas load_once(const char* coretype) {
   if (b.set_num_threads != nullptr) b.set_num_threads(num_threads());
   const std::string core = b.get_corename != nullptr ? b.get_corename() : "unknown";
   const int parallel = b.get_parallel != nullptr ? b.get_parallel() : -1;
-  log().debug("GEMM: OpenBLAS {} kernels, {} threading, {} threads ({})", core,
+  logger().debug("GEMM: OpenBLAS {} kernels, {} threading, {} threads ({})", core,
               parallel == 2 ? "OpenMP" : parallel == 1 ? "pthreads" : "no", num_threads(), b.library);
   if (parallel == 1) {
-    log().warn("OpenBLAS is the pthreads build: its thread pool and Ember's both spin, which can halve "
+    logger().warn("OpenBLAS is the pthreads build: its thread pool and Ember's both spin, which can halve "
                "throughput; install libopenblas0-openmp (scripts/setup.sh does)");
   }
 #if defined(__x86_64__)
   if ((core == "Prescott" || core == "Core2" || core == "Nehalem") && __builtin_cpu_supports("avx2")) {
-    log().warn("OpenBLAS runs its {} kernels on a CPU with AVX2 (OPENBLAS_CORETYPE={}); GEMM will be several "
+    logger().warn("OpenBLAS runs its {} kernels on a CPU with AVX2 (OPENBLAS_CORETYPE={}); GEMM will be several "
                "times slower than it could be; unset OPENBLAS_CORETYPE", core,
                std::getenv("OPENBLAS_CORETYPE") ? std::getenv("OPENBLAS_CORETYPE") : "unset");
   }

@@ -1,10 +1,10 @@
 #pragma once
-// Everything a user program needs: #include <ember/ember.h>
+// Everything a user program needs: #include <ember/ember.h>. It pulls in no third-party header (no spdlog,
+// no fmt): Ember's log is internal (backends/log.h, `ember::logger()`, level from EMBER_LOG_LEVEL).
 #include "autograd/gradcheck.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
 #include "backends/cuda_info.h"
-#include "backends/log.h"
 #include "core/checkpoint.h"
 #include "core/safetensors.h"
 #include "core/tensor.h"
