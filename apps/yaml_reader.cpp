@@ -90,10 +90,10 @@ void apply_override(YAML::Node& root, const std::string& text, Origins& origins)
 
 namespace {
 
-// `path` names the map `node` (or list); `seen` holds the positions of the nodes already checked, so an
-// alias to a node is walked once (aliases can nest: walking every expansion could take exponential time).
+// `path` names `node`; `seen` holds the positions of the maps and lists already checked, so an alias to one
+// is walked once (aliases can nest: walking every expansion could take exponential time).
 void check_duplicates(const YAML::Node& node, const std::string& path, const std::string& file, std::set<int>& seen) {
-  if (!seen.insert(node.Mark().pos).second) return;
+  if (!(node.IsSequence() || node.IsMap()) || !seen.insert(node.Mark().pos).second) return;
   if (node.IsSequence()) {
     for (size_t i = 0; i < node.size(); ++i)
       check_duplicates(node[i], path + "[" + std::to_string(i) + "]", file, seen);
