@@ -8,7 +8,8 @@
 //   the resolved config.yaml      emit_fields (every key, defaults filled in)
 //   the config hash               emit_fields without the rows marked unhashed (device, output.*)
 //   docs/config.md                config_reference() (apps/config_emit.cpp)
-// Adding a key: one row, then use the value where it is consumed.
+// Adding a key: one row (and the member of TrainConfig it fills, whose type the row's kind follows), then
+// use the value where it is consumed and regenerate docs/config.md (tests/test_config.cpp says how).
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -44,11 +45,11 @@ enum class Kind {
 struct Key {
   std::string path;                    // "optimizer.lr"; the part before the last '.' is the section
   Kind kind = Kind::string;
-  std::optional<Value> fallback;       // the default; none and no computed default: required
-  bool required = false;                // (lists too: read_fields checks that a required list is given)
-  std::string default_doc;             // for a default computed from other keys, e.g. "0 (0.01 for adamw)"
+  std::optional<Value> fallback;       // the default, if it is a constant
+  bool required = false;               // no default: the key must be given (lists too)
+  std::string default_doc;             // a default computed from other keys, as the docs show it
   std::string range;                   // "> 0", ">= 1", "in [0, 1)" (per item for lists), then an optional
-                                       // " (note)"; "" = any value
+                                       // " (note)"; "" = any value. The text is also the messages' and docs'.
   std::vector<std::string> choices;    // Kind::choice
   size_t length = 0;                   // lists: the exact number of items (0 = any)
   std::string when_key, when_value;    // used only when the key `when_key` (same table) is `when_value`

@@ -4,6 +4,7 @@
 // message naming the file, line, key and what was expected.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -176,6 +177,32 @@ TEST(Config, ErrorsNameFileLineKeyAndExpectation) {
                {}, {"cfg.yaml:3", "data.train_images", "'/nope' does not exist"});
   expect_error("epochs: 1\nmodel: [{type: relu}]\ndata: {transforms: [{type: normalize, mean: [0.5], std: [0]}]}\n", {},
                {"data.transforms[0].std", "> 0"});
+}
+
+// The fuzzer's property (fuzz/fuzz_config.cpp) on its seed corpus, in every test run: an input loads and its
+// resolved config reads back to itself, or it is refused with a ConfigError.
+TEST(Config, FuzzCorpusLoadsAndRoundTripsOrIsRefused) {
+  int loaded = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(kSourceDir + "/fuzz/corpus/config")) {
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string t = text.str();
+    std::vector<std::string> sets;
+    if (t.rfind("#set ", 0) == 0) sets.push_back(t.substr(5, t.find('\n') - 5));
+    TrainConfig c;
+    try {
+      c = parse_config(t, "fuzz.yaml", sets);
+    } catch (const ConfigError&) {
+      continue;
+    }
+    ++loaded;
+    const std::string resolved = to_yaml(c);
+    const TrainConfig again = parse_config(resolved, "resolved.yaml");
+    EXPECT_EQ(to_yaml(again), resolved) << entry.path();
+    EXPECT_EQ(config_hash(again), config_hash(c)) << entry.path();
+  }
+  EXPECT_GE(loaded, 3);  // the shipped configs, minimal.yaml, transforms.yaml ...
 }
 
 // YAML keeps the first of two equal keys silently; the config refuses them at any depth.
