@@ -1,6 +1,7 @@
+// The key table (one row per ember-train config key) and the checks that relate keys to each other or to
+// the file system. Reading, writing, hashing and documenting the rows: apps/config_schema.h.
 #include "apps/config.h"
 
-#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -11,76 +12,181 @@ namespace ember::app {
 namespace fs = std::filesystem;
 namespace {
 
-const std::vector<std::string> kTopKeys = {"seed", "epochs", "device", "skip_nonfinite", "data", "model",
-                                           "loss", "optimizer", "scheduler", "output", "eval"};
-auto positive = [](auto v) { return v > 0; };
-auto non_negative = [](auto v) { return v >= 0; };
+using schema::Kind;
+using schema::Value;
+using F = schema::Field<TrainConfig>;
+using T = schema::Field<TransformConfig>;
 
-void check_file(Section& s, const std::string& key, const std::string& path) {
-  if (!fs::is_regular_file(path)) s.fail(key, "the file '" + path + "' does not exist");
-}
+void read_transforms(Section& data, const std::string& key, TrainConfig& c);
+void emit_transforms(YAML::Emitter& out, const TrainConfig& c);
+std::string doc_transforms();
+void read_model(Section& top, const std::string& key, TrainConfig& c);
+void emit_model(YAML::Emitter& out, const TrainConfig& c);
+std::string doc_model();
 
-// Fashion-MNIST's four files, gzipped or not, must be in `dir`.
-void check_fashion_dir(Section& s, const std::string& dir) {
-  for (const char* name : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
-                           "t10k-labels-idx1-ubyte"}) {
-    const fs::path p = fs::path(dir) / name;
-    if (!fs::is_regular_file(p) && !fs::is_regular_file(p.string() + ".gz"))
-      s.fail("dir", "the dataset file '" + p.string() + "[.gz]' does not exist; install Debian's "
-                    "dataset-fashion-mnist (scripts/setup.sh does) or point data.dir at a folder holding the files");
+// clang-format off
+const F kFields[] = {
+  F("seed", EMBER_MEMBER(seed)).def(0).in(">= 0")
+      .doc("Seeds every random choice (weight init, shuffling, dropout, augmentation): the same seed and config "
+           "give the same run."),
+  F("epochs", EMBER_MEMBER(epochs)).req().in(">= 1").doc("Passes over the training set."),
+  F("device", EMBER_MEMBER(device)).def("auto").device().unhashed()
+      .doc("Where to train: cpu, cuda, cuda:N, or auto (cuda:0 when this build and machine can use it, else cpu). "
+           "The --device option overrides it."),
+  F("skip_nonfinite", EMBER_MEMBER(skip_nonfinite)).def(false)
+      .doc("true: a step whose loss is NaN or Inf is skipped instead of stopping the run."),
+
+  F("data.dataset", EMBER_MEMBER(data.dataset)).def("fashion_mnist").one_of({"fashion_mnist", "idx"})
+      .doc("fashion_mnist: Fashion-MNIST's four files in data.dir; idx: any four IDX files (train and test images "
+           "and labels)."),
+  F("data.dir", EMBER_MEMBER(data.dir)).def(data::kFashionMnistDir).when("data.dataset", "fashion_mnist")
+      .doc("The folder holding Fashion-MNIST's four files, gzipped or not (Debian's dataset-fashion-mnist installs "
+           "them at the default)."),
+  F("data.train_images", EMBER_MEMBER(data.train_images)).req().file().when("data.dataset", "idx")
+      .doc("The IDX file of the training images."),
+  F("data.train_labels", EMBER_MEMBER(data.train_labels)).req().file().when("data.dataset", "idx")
+      .doc("The IDX file of the training labels."),
+  F("data.test_images", EMBER_MEMBER(data.test_images)).req().file().when("data.dataset", "idx")
+      .doc("The IDX file of the test images."),
+  F("data.test_labels", EMBER_MEMBER(data.test_labels)).req().file().when("data.dataset", "idx")
+      .doc("The IDX file of the test labels."),
+  F("data.batch_size", EMBER_MEMBER(data.batch_size)).def(64).in(">= 1").doc("Examples per training step."),
+  F("data.test_batch_size", EMBER_MEMBER(data.test_batch_size)).def(1000).in(">= 1")
+      .doc("Examples per evaluation batch."),
+  F("data.workers", EMBER_MEMBER(data.workers)).def(2).in("in [0, 64]")
+      .doc("Loader threads that build batches ahead of the training loop (0: the loop builds them); the batches "
+           "are the same for any number."),
+  F("data.shuffle", EMBER_MEMBER(data.shuffle)).def(true).doc("Reshuffle the training set every epoch (seeded)."),
+  F("data.limit", EMBER_MEMBER(data.limit)).def(0).in(">= 0 (0: all examples)")
+      .doc("Train on the first N training examples only."),
+  F("data.test_limit", EMBER_MEMBER(data.test_limit)).def(0).in(">= 0 (0: all examples)")
+      .doc("Evaluate on the first N test examples only."),
+  F("data.transforms", read_transforms, emit_transforms, doc_transforms)
+      .doc("Applied in order to every example (random_crop and random_horizontal_flip: training examples only)."),
+
+  F("model", read_model, emit_model, doc_model).req()
+      .doc("the layers in order, e.g. `- {type: linear, out_features: 10}`; input sizes are inferred from the data"),
+
+  F("loss.type", EMBER_MEMBER(loss)).def("cross_entropy").one_of({"cross_entropy"}).doc("The loss function."),
+  F("loss.label_smoothing", EMBER_MEMBER(label_smoothing)).def(0).in("in [0, 1)")
+      .doc("Moves this much of the target's probability mass evenly onto all classes."),
+
+  F("optimizer.type", EMBER_MEMBER(optimizer.type)).def("adam").one_of({"sgd", "adam", "adamw", "rmsprop"})
+      .doc("The optimizer."),
+  F("optimizer.lr", EMBER_MEMBER(optimizer.lr)).req().in("> 0").doc("The learning rate (a scheduler scales it)."),
+  F("optimizer.weight_decay", EMBER_MEMBER(optimizer.weight_decay)).in(">= 0")
+      .computed([](const TrainConfig& c) -> Value { return c.optimizer.type == "adamw" ? 1e-2 : 0.0; },
+                "`0` (`0.01` for adamw)")
+      .doc("L2 penalty; adamw decays the weights directly (decoupled)."),
+  F("optimizer.momentum", EMBER_MEMBER(optimizer.momentum)).def(0).in("in [0, 1)").doc("sgd and rmsprop."),
+  F("optimizer.dampening", EMBER_MEMBER(optimizer.dampening)).def(0).in("in [0, 1]").doc("sgd's momentum dampening."),
+  F("optimizer.nesterov", EMBER_MEMBER(optimizer.nesterov)).def(false)
+      .doc("sgd's Nesterov momentum (needs type: sgd and momentum > 0)."),
+  F("optimizer.betas", Kind::numbers,
+    [](const TrainConfig& c) -> Value { return std::vector<double>{c.optimizer.beta1, c.optimizer.beta2}; },
+    [](TrainConfig& c, Value v) {
+      const auto& betas = std::get<std::vector<double>>(v);
+      c.optimizer.beta1 = betas[0];
+      c.optimizer.beta2 = betas[1];
+    }).def(std::vector<double>{0.9, 0.999}).items(2).in("in [0, 1)")
+      .doc("adam and adamw: the decay rates of the first and second moment estimates."),
+  F("optimizer.eps", EMBER_MEMBER(optimizer.eps)).def(1e-8).in("> 0")
+      .doc("adam, adamw and rmsprop: added to the denominator."),
+  F("optimizer.amsgrad", EMBER_MEMBER(optimizer.amsgrad)).def(false).doc("adam and adamw: the AMSGrad variant."),
+  F("optimizer.alpha", EMBER_MEMBER(optimizer.alpha)).def(0.99).in("in [0, 1)")
+      .doc("rmsprop: the decay rate of the squared-gradient average."),
+  F("optimizer.centered", EMBER_MEMBER(optimizer.centered)).def(false)
+      .doc("rmsprop: normalize by the gradient's estimated variance."),
+  F("optimizer.clip_grad_norm", EMBER_MEMBER(optimizer.clip_grad_norm)).def(0).in(">= 0 (0: no clipping)")
+      .doc("Scales the gradients down when their global L2 norm exceeds this."),
+
+  F("scheduler.type", EMBER_MEMBER(scheduler.type)).def("none")
+      .one_of({"none", "step", "multistep", "exponential", "cosine", "onecycle", "plateau"})
+      .doc("How the learning rate changes over the run."),
+  F("scheduler.interval", EMBER_MEMBER(scheduler.interval)).one_of({"epoch", "step"})
+      .computed([](const TrainConfig& c) -> Value {
+                  return std::string(c.scheduler.type == "onecycle" ? "step" : "epoch");
+                },
+                "`epoch` (`step` for onecycle)")
+      .doc("Step the scheduler after every epoch or every batch (onecycle needs step, plateau epoch)."),
+  F("scheduler.step_size", EMBER_MEMBER(scheduler.step_size)).def(1).in(">= 1")
+      .doc("step: intervals between decays by gamma."),
+  F("scheduler.gamma", EMBER_MEMBER(scheduler.gamma)).def(0.1).in("> 0")
+      .doc("step, multistep, exponential: the decay factor."),
+  F("scheduler.milestones", EMBER_MEMBER(scheduler.milestones)).def(std::vector<int64_t>{})
+      .doc("multistep (required there): the intervals at which the rate decays by gamma."),
+  F("scheduler.t_max", EMBER_MEMBER(scheduler.t_max)).def(0).in(">= 0 (0: the whole run)")
+      .doc("cosine: the intervals of one half-period."),
+  F("scheduler.eta_min", EMBER_MEMBER(scheduler.eta_min)).def(0).in(">= 0").doc("cosine: the lowest rate."),
+  F("scheduler.max_lr", EMBER_MEMBER(scheduler.max_lr)).def(0).in(">= 0 (0: optimizer.lr)")
+      .doc("onecycle: the peak rate."),
+  F("scheduler.pct_start", EMBER_MEMBER(scheduler.pct_start)).def(0.3).in("in (0, 1)")
+      .doc("onecycle: the fraction of the run spent rising to max_lr."),
+  F("scheduler.warmup_steps", EMBER_MEMBER(scheduler.warmup_steps)).def(0).in(">= 0")
+      .doc("Intervals of linear warmup before the schedule (not with onecycle or plateau)."),
+  F("scheduler.warmup_start_factor", EMBER_MEMBER(scheduler.warmup_start_factor)).def(1.0 / 3).in("in (0, 1]")
+      .doc("The fraction of the rate the warmup starts from."),
+  F("scheduler.factor", EMBER_MEMBER(scheduler.factor)).def(0.1).in("in (0, 1)")
+      .doc("plateau: the decay factor when the test loss stops improving."),
+  F("scheduler.patience", EMBER_MEMBER(scheduler.patience)).def(10).in(">= 0")
+      .doc("plateau: epochs without improvement before a decay."),
+
+  F("output.dir", EMBER_MEMBER(output.dir)).unhashed()
+      .computed([](const TrainConfig& c) -> Value { return "runs/" + fs::path(c.source).stem().string(); },
+                "`runs/<config file name without .yaml>`")
+      .doc("The run directory: config.yaml, metrics, checkpoints. --out (or --resume) overrides it."),
+  F("output.checkpoint_every_epochs", EMBER_MEMBER(output.checkpoint_every_epochs)).def(1).unhashed()
+      .in(">= 0 (0: off)").doc("Write a checkpoint every N epochs."),
+  F("output.checkpoint_every_steps", EMBER_MEMBER(output.checkpoint_every_steps)).def(0).unhashed()
+      .in(">= 0 (0: off)").doc("Write a checkpoint every N steps."),
+  F("output.keep_last", EMBER_MEMBER(output.keep_last)).def(3).unhashed().in(">= 1")
+      .doc("Checkpoints kept; older ones are deleted."),
+  F("output.log_every_steps", EMBER_MEMBER(output.log_every_steps)).def(100).unhashed().in(">= 1")
+      .doc("Log the running loss every N steps."),
+
+  F("eval.every_epochs", EMBER_MEMBER(eval_every_epochs)).def(1).in(">= 0 (0: never)")
+      .doc("Evaluate on the test set every N epochs (plateau needs 1)."),
+};
+
+// The items of data.transforms: `type` decides which other keys apply.
+const T kTransformFields[] = {
+  T("type", EMBER_MEMBER(type)).req().one_of({"normalize", "random_crop", "random_horizontal_flip"})
+      .doc("What the transform does."),
+  T("mean", EMBER_MEMBER(mean)).req().when("type", "normalize")
+      .doc("Subtracted per channel (one number: every channel)."),
+  T("std", EMBER_MEMBER(std)).req().in("> 0").when("type", "normalize")
+      .doc("Divides per channel after the mean; as many as mean."),
+  T("size", EMBER_MEMBER(size)).req().in(">= 1").when("type", "random_crop")
+      .doc("The side of the square cropped at a random place of the padded image."),
+  T("padding", EMBER_MEMBER(padding)).def(0).in(">= 0").when("type", "random_crop")
+      .doc("Zeros added on each side before cropping."),
+  T("p", EMBER_MEMBER(p)).def(0.5).in("in [0, 1]").when("type", "random_horizontal_flip")
+      .doc("The probability that a training example is flipped left-right."),
+};
+// clang-format on
+
+// data.transforms: a list of maps, each read through kTransformFields.
+void read_transforms(Section& data, const std::string& key, TrainConfig& c) {
+  if (!data.has(key)) return;
+  const YAML::Node list = data.node(key);
+  if (!list.IsSequence()) data.fail(key, "expected a list of transforms");
+  for (size_t i = 0; i < list.size(); ++i) {
+    Section item(list[i], data.key_path(key) + "[" + std::to_string(i) + "]", data.origins());
+    TransformConfig t;
+    schema::read_fields(transform_fields(), item, t);
+    if (t.type == "normalize" && (t.mean.empty() || t.mean.size() != t.std.size()))
+      item.fail("std", "normalize needs 'mean' and 'std' lists of the same non-zero length");
+    c.data.transforms.push_back(t);
   }
 }
 
-DataConfig read_data(Section s, bool fashion_files) {
-  DataConfig d;
-  d.dataset = s.choice("dataset", "fashion_mnist", {"fashion_mnist", "idx"});
-  if (d.dataset == "fashion_mnist") {
-    d.dir = s.string("dir", std::string(data::kFashionMnistDir));
-    if (fashion_files) check_fashion_dir(s, d.dir);
-  } else {
-    for (auto [key, field] : {std::pair{"train_images", &d.train_images}, {"train_labels", &d.train_labels},
-                              {"test_images", &d.test_images}, {"test_labels", &d.test_labels}}) {
-      *field = s.string(key, std::nullopt);
-      check_file(s, key, *field);
-    }
+void emit_transforms(YAML::Emitter& out, const TrainConfig& c) {
+  out << YAML::BeginSeq;
+  for (const TransformConfig& t : c.data.transforms) {
+    out << YAML::Flow;
+    schema::emit_fields(out, transform_fields(), t, true);
   }
-  d.batch_size = s.integer("batch_size", 64, positive, ">= 1");
-  d.test_batch_size = s.integer("test_batch_size", 1000, positive, ">= 1");
-  d.workers = s.integer("workers", 2, [](int64_t v) { return v >= 0 && v <= 64; }, "in [0, 64]");
-  d.shuffle = s.boolean("shuffle", true);
-  d.limit = s.integer("limit", 0, non_negative, ">= 0 (0: all examples)");
-  d.test_limit = s.integer("test_limit", 0, non_negative, ">= 0 (0: all examples)");
-  if (s.has("transforms")) {
-    const YAML::Node list = s.node("transforms");
-    if (!list.IsSequence()) s.fail("transforms", "expected a list of transforms");
-    for (size_t i = 0; i < list.size(); ++i) {
-      Section t(list[i], s.key_path("transforms") + "[" + std::to_string(i) + "]", s.origins());
-      TransformConfig tc;
-      tc.type = t.choice("type", "", {"normalize", "random_crop", "random_horizontal_flip"});
-      std::vector<std::string> keys = {"type"};
-      if (tc.type == "normalize") {
-        tc.mean = t.numbers("mean", {});
-        tc.std = t.numbers("std", {});
-        if (tc.mean.empty() || tc.mean.size() != tc.std.size())
-          t.fail("std", "normalize needs 'mean' and 'std' lists of the same non-zero length");
-        for (double v : tc.std)
-          if (v <= 0) t.fail("std", "every std must be > 0");
-        keys.insert(keys.end(), {"mean", "std"});
-      } else if (tc.type == "random_crop") {
-        tc.size = t.integer("size", std::nullopt, positive, ">= 1");
-        tc.padding = t.integer("padding", 0, non_negative, ">= 0");
-        keys.insert(keys.end(), {"size", "padding"});
-      } else {
-        tc.p = t.number("p", 0.5, [](double v) { return v >= 0 && v <= 1; }, "in [0, 1]");
-        keys.push_back("p");
-      }
-      t.reject_unknown(keys);
-      d.transforms.push_back(tc);
-    }
-  }
-  s.reject_unknown({"dataset", "dir", "train_images", "train_labels", "test_images", "test_labels", "batch_size",
-                    "test_batch_size", "workers", "shuffle", "limit", "test_limit", "transforms"});
-  return d;
+  out << YAML::EndSeq;
 }
 
 nn::SpecValue spec_value(const Section& layer, const std::string& key, const YAML::Node& n) {
@@ -103,13 +209,12 @@ nn::SpecValue spec_value(const Section& layer, const std::string& key, const YAM
   layer.fail(key, "expected a number, true/false, a string or a list of integers");
 }
 
-std::vector<nn::LayerSpec> read_model(const YAML::Node& list, const Origins& origins) {
-  if (!list.IsDefined() || list.IsNull())
-    throw ConfigError(origins.file + ": model: missing required key (a list of layer specs, e.g. "
-                                     "- {type: linear, out_features: 10})");
+// model: a list of layer specs whose keys the layer registry (nn/registry.h) describes.
+void read_model(Section& top, const std::string& key, TrainConfig& c) {
+  const Origins& origins = top.origins();
+  const YAML::Node list = top.node(key);
   if (!list.IsSequence() || list.size() == 0)
     throw ConfigError(origins.where("model", list) + ": model: expected a non-empty list of layer specs");
-  std::vector<nn::LayerSpec> specs;
   for (size_t i = 0; i < list.size(); ++i) {
     const std::string path = "model[" + std::to_string(i) + "]";
     Section layer(list[i], path, origins);
@@ -118,80 +223,82 @@ std::vector<nn::LayerSpec> read_model(const YAML::Node& list, const Origins& ori
     spec.type = layer.choice("type", "", nn::layer_types());
     std::vector<std::string> keys = nn::layer_keys(spec.type);
     for (const auto& kv : list[i]) {
-      const std::string key = kv.first.Scalar();
-      if (key == "type") continue;
-      if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+      const std::string name = kv.first.Scalar();
+      if (name == "type") continue;
+      if (std::find(keys.begin(), keys.end(), name) == keys.end()) {
         keys.insert(keys.begin(), "type");
         layer.reject_unknown(keys);
       }
-      spec.args.emplace_back(key, spec_value(layer, key, kv.second));
+      spec.args.emplace_back(name, spec_value(layer, name, kv.second));
     }
-    specs.push_back(std::move(spec));
+    c.model.push_back(std::move(spec));
   }
-  return specs;
 }
 
-OptimizerConfig read_optimizer(Section s) {
-  OptimizerConfig o;
-  o.type = s.choice("type", "adam", {"sgd", "adam", "adamw", "rmsprop"});
-  o.lr = s.number("lr", std::nullopt, positive, "> 0");
-  o.weight_decay = s.number("weight_decay", o.type == "adamw" ? 1e-2 : 0.0, non_negative, ">= 0");
-  o.momentum = s.number("momentum", 0, [](double v) { return v >= 0 && v < 1; }, "in [0, 1)");
-  o.dampening = s.number("dampening", 0, [](double v) { return v >= 0 && v <= 1; }, "in [0, 1]");
-  o.nesterov = s.boolean("nesterov", false);
-  const std::vector<double> betas = s.numbers("betas", {0.9, 0.999});
-  if (betas.size() != 2 || betas[0] < 0 || betas[0] >= 1 || betas[1] < 0 || betas[1] >= 1)
-    s.fail("betas", "expected two numbers in [0, 1), e.g. [0.9, 0.999]");
-  o.beta1 = betas[0];
-  o.beta2 = betas[1];
-  o.eps = s.number("eps", 1e-8, positive, "> 0");
-  o.amsgrad = s.boolean("amsgrad", false);
-  o.alpha = s.number("alpha", 0.99, [](double v) { return v >= 0 && v < 1; }, "in [0, 1)");
-  o.centered = s.boolean("centered", false);
-  o.clip_grad_norm = s.number("clip_grad_norm", 0, non_negative, ">= 0 (0: no clipping)");
-  if (o.nesterov && (o.type != "sgd" || o.momentum <= 0)) s.fail("nesterov", "needs type: sgd and momentum > 0");
-  s.reject_unknown({"type", "lr", "weight_decay", "momentum", "dampening", "nesterov", "betas", "eps", "amsgrad",
-                    "alpha", "centered", "clip_grad_norm"});
-  return o;
+void emit_model(YAML::Emitter& out, const TrainConfig& c) {
+  out << YAML::BeginSeq;
+  for (const nn::LayerSpec& spec : c.model) {
+    out << YAML::Flow << YAML::BeginMap << YAML::Key << "type" << YAML::Value << spec.type;
+    for (const auto& [key, value] : spec.args) {
+      out << YAML::Key << key << YAML::Value;
+      std::visit(
+          [&](const auto& v) {
+            using V = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<V, double>) out << schema::number_text(v);
+            else if constexpr (std::is_same_v<V, std::vector<int64_t>>) schema::emit_value(out, Kind::integers, v);
+            else out << v;
+          },
+          value);
+    }
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
 }
 
-SchedulerConfig read_scheduler(Section s) {
-  SchedulerConfig c;
-  c.type = s.choice("type", "none", {"none", "step", "multistep", "exponential", "cosine", "onecycle", "plateau"});
-  c.interval = s.choice("interval", c.type == "onecycle" ? "step" : "epoch", {"epoch", "step"});
-  c.step_size = s.integer("step_size", 1, positive, ">= 1");
-  c.gamma = s.number("gamma", 0.1, positive, "> 0");
-  c.milestones = s.integers("milestones", {});
-  c.t_max = s.integer("t_max", 0, non_negative, ">= 0 (0: the whole run)");
-  c.eta_min = s.number("eta_min", 0, non_negative, ">= 0");
-  c.max_lr = s.number("max_lr", 0, non_negative, ">= 0 (0: optimizer.lr)");
-  c.pct_start = s.number("pct_start", 0.3, [](double v) { return v > 0 && v < 1; }, "in (0, 1)");
-  c.warmup_steps = s.integer("warmup_steps", 0, non_negative, ">= 0");
-  c.warmup_start_factor = s.number("warmup_start_factor", 1.0 / 3, [](double v) { return v > 0 && v <= 1; }, "in (0, 1]");
-  c.factor = s.number("factor", 0.1, [](double v) { return v > 0 && v < 1; }, "in (0, 1)");
-  c.patience = s.integer("patience", 10, non_negative, ">= 0");
-  if (c.type == "multistep" && c.milestones.empty()) s.fail("milestones", "multistep needs a list of milestones");
-  if (c.type == "onecycle" && c.interval != "step") s.fail("interval", "onecycle steps every batch: use interval: step");
-  if (c.type == "plateau" && c.interval != "epoch") s.fail("interval", "plateau steps on the test loss: use interval: epoch");
-  if (c.warmup_steps > 0 && (c.type == "plateau" || c.type == "onecycle"))
-    s.fail("warmup_steps", "warmup cannot precede a " + c.type + " scheduler");
-  s.reject_unknown({"type", "interval", "step_size", "gamma", "milestones", "t_max", "eta_min", "max_lr", "pct_start",
-                    "warmup_steps", "warmup_start_factor", "factor", "patience"});
-  return c;
+std::string doc_transforms() { return schema::describe(schema::keys_of(transform_fields())); }
+
+std::string doc_model() {
+  std::string out = "| layer `type` | keys (required ones first) |\n|---|---|\n";
+  for (const std::string& type : nn::layer_types()) {
+    std::vector<std::string> keys = nn::layer_keys(type);
+    for (std::string& k : keys) k = "`" + k + "`";
+    out += "| `" + type + "` | " + (keys.empty() ? "—" : join(keys)) + " |\n";
+  }
+  return out;
 }
 
-OutputConfig read_output(Section s, const std::string& source) {
-  OutputConfig o;
-  o.dir = s.string("dir", "runs/" + fs::path(source).stem().string());
-  o.checkpoint_every_epochs = s.integer("checkpoint_every_epochs", 1, non_negative, ">= 0 (0: off)");
-  o.checkpoint_every_steps = s.integer("checkpoint_every_steps", 0, non_negative, ">= 0 (0: off)");
-  o.keep_last = s.integer("keep_last", 3, positive, ">= 1");
-  o.log_every_steps = s.integer("log_every_steps", 100, positive, ">= 1");
-  s.reject_unknown({"dir", "checkpoint_every_epochs", "checkpoint_every_steps", "keep_last", "log_every_steps"});
-  return o;
+// Fashion-MNIST's four files, gzipped or not, must be in `dir`.
+void check_fashion_dir(Section& data, const std::string& dir) {
+  for (const char* name : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+                           "t10k-labels-idx1-ubyte"}) {
+    const fs::path p = fs::path(dir) / name;
+    if (!fs::is_regular_file(p) && !fs::is_regular_file(p.string() + ".gz"))
+      data.fail("dir", "the dataset file '" + p.string() + "[.gz]' does not exist; install Debian's "
+                       "dataset-fashion-mnist (scripts/setup.sh does) or point data.dir at a folder holding the files");
+  }
+}
+
+// What no single row can say: keys that constrain each other, and the dataset's files.
+void check_relations(Section& top, const TrainConfig& c, bool fashion_files) {
+  Section data = top.section("data"), optimizer = top.section("optimizer"), scheduler = top.section("scheduler");
+  if (c.data.dataset == "fashion_mnist" && fashion_files) check_fashion_dir(data, c.data.dir);
+  const OptimizerConfig& o = c.optimizer;
+  if (o.nesterov && (o.type != "sgd" || o.momentum <= 0)) optimizer.fail("nesterov", "needs type: sgd and momentum > 0");
+  const SchedulerConfig& s = c.scheduler;
+  if (s.type == "multistep" && s.milestones.empty()) scheduler.fail("milestones", "multistep needs a list of milestones");
+  if (s.type == "onecycle" && s.interval != "step") scheduler.fail("interval", "onecycle steps every batch: use interval: step");
+  if (s.type == "plateau" && s.interval != "epoch")
+    scheduler.fail("interval", "plateau steps on the test loss: use interval: epoch");
+  if (s.warmup_steps > 0 && (s.type == "plateau" || s.type == "onecycle"))
+    scheduler.fail("warmup_steps", "warmup cannot precede a " + s.type + " scheduler");
+  if (s.type == "plateau" && c.eval_every_epochs != 1)
+    scheduler.fail("type", "plateau steps on the test loss, which needs eval.every_epochs: 1");
 }
 
 }  // namespace
+
+std::span<const schema::Field<TrainConfig>> config_fields() { return kFields; }
+std::span<const schema::Field<TransformConfig>> transform_fields() { return kTransformFields; }
 
 TrainConfig parse_config(const std::string& text, const std::string& name, const std::vector<std::string>& overrides,
                          bool fashion_files) {
@@ -202,31 +309,15 @@ TrainConfig parse_config(const std::string& text, const std::string& name, const
   } catch (const YAML::Exception& e) {
     throw ConfigError(name + ":" + std::to_string(e.mark.line + 1) + ": YAML syntax error: " + e.msg);
   }
+  reject_duplicate_keys(root, name);
   if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   for (const std::string& o : overrides) apply_override(root, o, origins);
 
   Section top(root, "", origins);
-  top.reject_unknown(kTopKeys);
   TrainConfig c;
   c.source = name;
-  c.epochs = top.integer("epochs", std::nullopt, positive, ">= 1");
-  c.seed = static_cast<uint64_t>(top.integer("seed", 0, non_negative, ">= 0"));
-  c.device = top.string("device", "auto");
-  c.skip_nonfinite = top.boolean("skip_nonfinite", false);
-  c.data = read_data(top.section("data"), fashion_files);
-  c.model = read_model(root["model"], origins);
-  Section loss = top.section("loss");
-  c.loss = loss.choice("type", "cross_entropy", {"cross_entropy"});
-  c.label_smoothing = loss.number("label_smoothing", 0, [](double v) { return v >= 0 && v < 1; }, "in [0, 1)");
-  loss.reject_unknown({"type", "label_smoothing"});
-  c.optimizer = read_optimizer(top.section("optimizer"));
-  c.scheduler = read_scheduler(top.section("scheduler"));
-  c.output = read_output(top.section("output"), name);
-  Section eval = top.section("eval");
-  c.eval_every_epochs = eval.integer("every_epochs", 1, non_negative, ">= 0 (0: never)");
-  eval.reject_unknown({"every_epochs"});
-  if (c.scheduler.type == "plateau" && c.eval_every_epochs != 1)
-    throw ConfigError(name + ": scheduler.type: plateau steps on the test loss, which needs eval.every_epochs: 1");
+  schema::read_fields(config_fields(), top, c, &c.origin);
+  check_relations(top, c, fashion_files);
   return c;
 }
 
@@ -236,6 +327,16 @@ TrainConfig load_config(const std::string& path, const std::vector<std::string>&
   std::stringstream text;
   text << in.rdbuf();
   return parse_config(text.str(), path, overrides, fashion_files);
+}
+
+Device config_device(const TrainConfig& config) {
+  try {
+    return Device::parse(config.device);
+  } catch (const Error& e) {
+    const auto it = config.origin.find("device");
+    throw ConfigError((it != config.origin.end() ? it->second : config.source) + ": device: " + e.what() +
+                      " (device: cpu works on every machine)");
+  }
 }
 
 }  // namespace ember::app

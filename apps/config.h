@@ -1,35 +1,26 @@
 #pragma once
 // TrainConfig: the typed form of an ember-train YAML file (configs/fashion_mlp.yaml is a full example).
+// Every key is one row of the key table (apps/config.cpp: config_fields(), transform_fields(); the row type
+// is apps/config_schema.h), which drives the reading, the checks, --set, the resolved config.yaml, the
+// config hash and the reference docs/config.md (`ember-train --print-config-docs`).
 //
-//   seed: 0                      epochs: 10 (required)        device: auto | cpu | cuda | cuda:N
-//   skip_nonfinite: false        # true: a step whose loss is NaN/Inf is skipped instead of stopping the run
-//   data:      dataset (fashion_mnist | idx), dir, train_images/train_labels/test_images/test_labels (idx),
-//              batch_size, test_batch_size, workers, shuffle, limit / test_limit (first N examples, 0 = all),
-//              transforms: [{type: normalize, mean, std} | {type: random_crop, size, padding}
-//                           | {type: random_horizontal_flip, p}]
-//   model:     (required) a list of layer specs for nn::build_sequential, e.g. {type: linear, out_features: 10}
-//   loss:      type (cross_entropy), label_smoothing
-//   optimizer: type (sgd | adam | adamw | rmsprop), lr, weight_decay, momentum, dampening, nesterov, betas,
-//              eps, amsgrad, alpha, centered, clip_grad_norm (0 = off)
-//   scheduler: type (none | step | multistep | exponential | cosine | onecycle | plateau), interval (epoch |
-//              step), step_size, gamma, milestones, t_max (0 = the whole run), eta_min, max_lr, pct_start,
-//              warmup_steps, warmup_start_factor, factor, patience
-//   output:    dir, checkpoint_every_epochs, checkpoint_every_steps (0 = off), keep_last, log_every_steps
-//   eval:      every_epochs (0 = never)
-//
-// Every key is checked: unknown keys, wrong types, missing required keys and impossible values throw
-// ConfigError naming the file and line (or the --set override), the key, and what was expected.
+// Every key is checked: unknown keys, duplicate keys, wrong types, missing required keys and impossible
+// values throw ConfigError naming the file and line (or the --set override), the key, and what was expected.
 #include <cstdint>
+#include <map>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "apps/config_schema.h"
 #include "apps/yaml_reader.h"
+#include "backends/device.h"
 #include "nn/registry.h"
 
 namespace ember::app {
 
 struct TransformConfig {
-  std::string type;  // normalize | random_crop | random_horizontal_flip
+  std::string type;
   std::vector<double> mean, std;
   int64_t size = 28, padding = 0;
   double p = 0.5;
@@ -65,6 +56,8 @@ struct OutputConfig {
 
 struct TrainConfig {
   std::string source;  // the file it was read from
+  // Where each key given explicitly came from, by key path: "cfg.yaml:3" or "--set device=cuda".
+  std::map<std::string, std::string> origin;
   int64_t epochs = 1;
   uint64_t seed = 0;
   std::string device = "auto";
@@ -89,10 +82,20 @@ TrainConfig load_config(const std::string& path, const std::vector<std::string>&
 TrainConfig parse_config(const std::string& text, const std::string& name, const std::vector<std::string>& overrides = {},
                          bool fashion_files = true);
 
+// The key table: one row per key, in the order of the resolved config (apps/config_schema.h).
+std::span<const schema::Field<TrainConfig>> config_fields();
+std::span<const schema::Field<TransformConfig>> transform_fields();  // the items of data.transforms
+
 // The resolved config (every key, defaults filled in) as YAML that load_config reads back to an equal config.
 std::string to_yaml(const TrainConfig& config);
 // A hash (16 hex digits) of everything that decides the training trajectory — all but `output` and
 // `device` — stored in checkpoints so a resume with a different config is refused.
 std::string config_hash(const TrainConfig& config);
+// The reference of every key (docs/config.md), generated from the table: `ember-train --print-config-docs`.
+std::string config_reference();
+
+// The config's device, parsed (Device::parse: whether this build and machine can serve it). Throws
+// ConfigError naming where the device was set ("cfg.yaml:3: device: ...", "--set device=cuda: device: ...").
+Device config_device(const TrainConfig& config);
 
 }  // namespace ember::app

@@ -1,9 +1,11 @@
 // ember-train --config FILE.yaml [--device cpu|cuda|cuda:N|auto] [--set key.path=value ...]
 //             [--resume RUN_DIR] [--out DIR] [--dry-run]
-// Trains the model a YAML config describes (apps/config.h); see apps/trainer.h for checkpoints, resume and
-// signals. Exit codes: apps/cli.h (and 130/143 after SIGINT/SIGTERM, with a checkpoint written).
+// ember-train --print-config-docs   (the reference of every config key: docs/config.md)
+// Trains the model a YAML config describes (every key: docs/config.md); see apps/trainer.h for checkpoints,
+// resume and signals. Exit codes: apps/cli.h (and 130/143 after SIGINT/SIGTERM, with a checkpoint written).
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 
 #include <ember/ember.h>
@@ -17,7 +19,7 @@ int main(int argc, char** argv) {
   CLI::App cli{"Train a model described by a YAML config (see configs/)", "ember-train"};
   std::string config_path, device, resume, out;
   std::vector<std::string> sets;
-  bool dry_run = false;
+  bool dry_run = false, print_config_docs = false;
   cli.add_option("--config", config_path, "the YAML config (with --resume: defaults to RUN_DIR/config.yaml)");
   cli.add_option("--device", device, "cpu, cuda, cuda:N or auto (overrides the config's device)");
   cli.add_option("--set", sets, "override a config key with type checking, e.g. --set optimizer.lr=0.01")
@@ -25,9 +27,15 @@ int main(int argc, char** argv) {
   cli.add_option("--resume", resume, "continue the run in RUN_DIR from its newest valid checkpoint");
   cli.add_option("--out", out, "the run directory (overrides output.dir)");
   cli.add_flag("--dry-run", dry_run, "print the model summary and a memory estimate, then exit");
+  cli.add_flag("--print-config-docs", print_config_docs,
+               "print the reference of every config key (docs/config.md is this output), then exit");
   if (const int code = app::parse_cli(cli, argc, argv); code >= 0) return code;
 
   return app::run_main([&] {
+    if (print_config_docs) {
+      std::fputs(app::config_reference().c_str(), stdout);
+      return 0;
+    }
     if (config_path.empty() && resume.empty())
       throw app::ConfigError("--config FILE.yaml is required (or --resume RUN_DIR); see ember-train --help");
     if (config_path.empty()) {
@@ -37,8 +45,14 @@ int main(int argc, char** argv) {
     }
     app::TrainOptions o;
     o.config = app::load_config(config_path, sets);
-    if (!device.empty()) o.config.device = device;
-    o.device = app::parse_device(o.config.device);  // before any work: a bad device fails fast
+    // Before any work, a device that cannot be served fails fast, named as it was given: --device, or the
+    // config's key (its file and line, or its --set).
+    if (!device.empty()) {
+      o.device = app::parse_device(device);
+      o.config.device = device;
+    } else {
+      o.device = app::config_device(o.config);
+    }
     if (!resume.empty()) o.config.output.dir = resume;
     else if (!out.empty()) o.config.output.dir = out;
     o.run_dir = o.config.output.dir;

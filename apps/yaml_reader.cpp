@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <set>
 
 namespace ember::app {
 namespace {
@@ -85,6 +86,37 @@ void apply_override(YAML::Node& root, const std::string& text, Origins& origins)
     }
   }
   origins.overrides[path] = origin;
+}
+
+namespace {
+
+// `path` names `node`; `seen` holds the positions of the maps and lists already checked, so an alias to one
+// is walked once (aliases can nest: walking every expansion could take exponential time).
+void check_duplicates(const YAML::Node& node, const std::string& path, const std::string& file, std::set<int>& seen) {
+  if (!(node.IsSequence() || node.IsMap()) || !seen.insert(node.Mark().pos).second) return;
+  if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i)
+      check_duplicates(node[i], path + "[" + std::to_string(i) + "]", file, seen);
+  } else if (node.IsMap()) {
+    std::map<std::string, int> lines;  // key -> the line it was first given at
+    for (const auto& kv : node) {
+      if (!kv.first.IsScalar()) continue;
+      const std::string& key = kv.first.Scalar();
+      const std::string key_path = path.empty() ? key : path + "." + key;
+      const int line = kv.first.Mark().line + 1;
+      if (const auto [it, fresh] = lines.emplace(key, line); !fresh)
+        throw ConfigError(file + ":" + std::to_string(line) + ": " + key_path + ": duplicate key (first at line " +
+                          std::to_string(it->second) + "); keep one of them");
+      check_duplicates(kv.second, key_path, file, seen);
+    }
+  }
+}
+
+}  // namespace
+
+void reject_duplicate_keys(const YAML::Node& root, const std::string& file) {
+  std::set<int> seen;
+  check_duplicates(root, "", file, seen);
 }
 
 std::optional<int64_t> parse_int(const std::string& text) {
@@ -189,32 +221,43 @@ std::string Section::choice(const std::string& key, const std::string& fallback,
   return v;
 }
 
-std::vector<double> Section::numbers(const std::string& key, std::vector<double> fallback) {
-  if (!has(key)) return fallback;
+std::vector<double> Section::numbers(const std::string& key, std::optional<std::vector<double>> fallback,
+                                     const std::function<bool(double)>& ok, const char* range) {
+  if (!has(key)) {
+    if (!fallback) fail(key, std::string("missing required key (a list of numbers ") + range + ")");
+    return *fallback;
+  }
   const YAML::Node n = node_[key];
-  std::vector<double> out;
+  const std::string expected = std::string("finite numbers") + (*range != 0 ? " " : "") + range;
+  const auto item_ok = [&](const std::optional<double>& v) { return v && std::isfinite(*v) && (!ok || ok(*v)); };
   if (n.IsScalar()) {  // one number stands for a list of one
     const auto v = parse_number(n.Scalar());
-    if (!v || !std::isfinite(*v)) fail(key, "expected a finite number or a list of them, got '" + n.Scalar() + "'");
+    if (!item_ok(v)) fail(key, "expected a list of " + expected + " (or one of them), got '" + n.Scalar() + "'");
     return {*v};
   }
-  if (!n.IsSequence()) fail(key, "expected a list of numbers, got " + shown(n));
+  if (!n.IsSequence()) fail(key, "expected a list of " + expected + ", got " + shown(n));
+  std::vector<double> out;
   for (const auto& item : n) {
     const auto v = item.IsScalar() ? parse_number(item.Scalar()) : std::nullopt;
-    if (!v || !std::isfinite(*v)) fail(key, "expected a list of finite numbers, got the item " + shown(item));
+    if (!item_ok(v)) fail(key, "expected a list of " + expected + ", got the item " + shown(item));
     out.push_back(*v);
   }
   return out;
 }
 
-std::vector<int64_t> Section::integers(const std::string& key, std::vector<int64_t> fallback) {
-  if (!has(key)) return fallback;
+std::vector<int64_t> Section::integers(const std::string& key, std::optional<std::vector<int64_t>> fallback,
+                                       const std::function<bool(int64_t)>& ok, const char* range) {
+  if (!has(key)) {
+    if (!fallback) fail(key, std::string("missing required key (a list of integers ") + range + ")");
+    return *fallback;
+  }
   const YAML::Node n = node_[key];
-  if (!n.IsSequence()) fail(key, "expected a list of integers, got " + shown(n));
+  const std::string expected = std::string("integers") + (*range != 0 ? " " : "") + range;
+  if (!n.IsSequence()) fail(key, "expected a list of " + expected + ", got " + shown(n));
   std::vector<int64_t> out;
   for (const auto& item : n) {
     const auto v = item.IsScalar() ? parse_int(item.Scalar()) : std::nullopt;
-    if (!v) fail(key, "expected a list of integers, got the item " + shown(item));
+    if (!v || (ok && !ok(*v))) fail(key, "expected a list of " + expected + ", got the item " + shown(item));
     out.push_back(*v);
   }
   return out;

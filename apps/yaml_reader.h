@@ -40,6 +40,10 @@ struct Origins {
 // has no '=' or an empty key, or a component walks into a scalar or past a list's end.
 void apply_override(YAML::Node& root, const std::string& text, Origins& origins);
 
+// Throws ConfigError for a key given twice in one map, at any depth of `root` (YAML itself would keep the
+// first silently): "cfg.yaml:9: epochs: duplicate key (first at line 2); keep one of them".
+void reject_duplicate_keys(const YAML::Node& root, const std::string& file);
+
 // Scalar parsing: nullopt unless the whole text is one (integers are decimal; numbers also take
 // nan, inf, .nan, .inf; booleans are true/false).
 std::optional<int64_t> parse_int(const std::string& text);
@@ -63,8 +67,11 @@ class Section {
   std::string string(const std::string& key, std::optional<std::string> fallback);
   // One of `choices` (required when `fallback` is empty); the error lists them and suggests the nearest.
   std::string choice(const std::string& key, const std::string& fallback, const std::vector<std::string>& choices);
-  std::vector<double> numbers(const std::string& key, std::vector<double> fallback);
-  std::vector<int64_t> integers(const std::string& key, std::vector<int64_t> fallback);
+  // Lists: `ok` and `range` apply to each item. One number stands for a list of one.
+  std::vector<double> numbers(const std::string& key, std::optional<std::vector<double>> fallback,
+                              const std::function<bool(double)>& ok = {}, const char* range = "");
+  std::vector<int64_t> integers(const std::string& key, std::optional<std::vector<int64_t>> fallback,
+                                const std::function<bool(int64_t)>& ok = {}, const char* range = "");
   // A nested section (a map, or absent).
   Section section(const std::string& key);
   YAML::Node node(const std::string& key) const { return node_[key]; }

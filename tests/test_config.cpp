@@ -1,7 +1,12 @@
-// The ember-train config: the shipped configs parse, the resolved config round-trips, --set overrides are
-// type-checked, and a table of bad configs each exits with code 2 and a message naming the file, line,
-// key and what was expected.
+// The ember-train config: the key table is consistent and docs/config.md is what it generates, the shipped
+// configs parse (with the hashes their checkpoints hold), the resolved config round-trips, --set overrides
+// are type-checked, duplicate keys are refused, and a table of bad configs each exits with code 2 and a
+// message naming the file, line, key and what was expected.
 #include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "apps/config.h"
 #include "test_train_util.h"
@@ -50,6 +55,59 @@ TEST(Config, ShippedConfigsParse) {
   const TrainConfig cnn = load_config(kSourceDir + "/configs/fashion_cnn.yaml");
   EXPECT_EQ(cnn.model.front().type, "conv2d");
   EXPECT_EQ(cnn.scheduler.type, "onecycle");
+}
+
+// The table's rows agree with each other (defaults within their ranges, `when` keys that exist, ...).
+TEST(Config, KeyTableIsConsistent) {
+  EXPECT_EQ(schema::check_keys(schema::keys_of(config_fields())), "");
+  EXPECT_EQ(schema::check_keys(schema::keys_of(transform_fields())), "");
+  // The check finds what it should: a default outside the range, a `when` on an unknown key.
+  schema::Key bad;
+  bad.path = "x";
+  bad.kind = schema::Kind::integer;
+  bad.fallback = int64_t{0};
+  bad.range = ">= 1";
+  bad.help = "x";
+  bad.when_key = "nope";
+  bad.when_value = "a";
+  const schema::Key* keys[] = {&bad};
+  const std::string problems = schema::check_keys(keys);
+  EXPECT_NE(problems.find("the default fails"), std::string::npos) << problems;
+  EXPECT_NE(problems.find("'when' needs"), std::string::npos) << problems;
+}
+
+TEST(Config, RangeTexts) {
+  using schema::in_range;
+  EXPECT_TRUE(in_range(1, ">= 1"));
+  EXPECT_FALSE(in_range(0.5, ">= 1"));
+  EXPECT_FALSE(in_range(0, "> 0"));
+  EXPECT_TRUE(in_range(0, ">= 0 (0: off)"));
+  EXPECT_TRUE(in_range(0, "in [0, 1)"));
+  EXPECT_FALSE(in_range(1, "in [0, 1)"));
+  EXPECT_FALSE(in_range(0, "in (0, 1]"));
+  EXPECT_TRUE(in_range(1, "in (0, 1]"));
+  EXPECT_TRUE(in_range(64, "in [0, 64]"));
+  EXPECT_TRUE(in_range(-5, ""));
+  EXPECT_THROW(in_range(1, "between 0 and 1"), std::logic_error);
+}
+
+// docs/config.md is generated from the table; regenerate it when a row changes.
+TEST(Config, ReferenceDocIsCurrent) {
+  std::ifstream in(kSourceDir + "/docs/config.md");
+  std::stringstream committed;
+  committed << in.rdbuf();
+  EXPECT_TRUE(committed.str() == config_reference())
+      << "docs/config.md differs from the config key table (apps/config.cpp); regenerate it with\n"
+         "  build/apps/ember-train --print-config-docs > docs/config.md";
+  const test::Result r = test::run(std::string(EMBER_TRAIN_APP) + " --print-config-docs");
+  EXPECT_EQ(r.rc, 0);
+  EXPECT_TRUE(r.output == config_reference()) << r.output.substr(0, 500);
+}
+
+// Checkpoints hold config_hash(); a change of the hash of an unchanged config makes them refuse --resume.
+TEST(Config, ShippedConfigHashesAreStable) {
+  EXPECT_EQ(config_hash(load_config(kSourceDir + "/configs/fashion_mlp.yaml")), "4362e5fa26a911cb");
+  EXPECT_EQ(config_hash(load_config(kSourceDir + "/configs/fashion_cnn.yaml")), "323d1de13a50ecc8");
 }
 
 TEST(Config, DefaultsAndValues) {
@@ -121,6 +179,81 @@ TEST(Config, ErrorsNameFileLineKeyAndExpectation) {
                {"data.transforms[0].std", "> 0"});
 }
 
+// The fuzzer's property (fuzz/fuzz_config.cpp) on its seed corpus, in every test run: an input loads and its
+// resolved config reads back to itself, or it is refused with a ConfigError.
+TEST(Config, FuzzCorpusLoadsAndRoundTripsOrIsRefused) {
+  int loaded = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(kSourceDir + "/fuzz/corpus/config")) {
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string t = text.str();
+    std::vector<std::string> sets;
+    if (t.rfind("#set ", 0) == 0) sets.push_back(t.substr(5, t.find('\n') - 5));
+    TrainConfig c;
+    try {
+      c = parse_config(t, "fuzz.yaml", sets);
+    } catch (const ConfigError&) {
+      continue;
+    }
+    ++loaded;
+    const std::string resolved = to_yaml(c);
+    const TrainConfig again = parse_config(resolved, "resolved.yaml");
+    EXPECT_EQ(to_yaml(again), resolved) << entry.path();
+    EXPECT_EQ(config_hash(again), config_hash(c)) << entry.path();
+  }
+  EXPECT_GE(loaded, 3);  // the shipped configs, minimal.yaml, transforms.yaml ...
+}
+
+// YAML keeps the first of two equal keys silently; the config refuses them at any depth.
+TEST(Config, DuplicateKeysAreRefused) {
+  expect_error("epochs: 5\nmodel: [{type: relu}]\nepochs: 2\n", {},
+               {"cfg.yaml:3", "epochs", "duplicate key", "first at line 1"});
+  expect_error(std::string(kBase) + "  lr: 0.2\n", {}, {"cfg.yaml:15", "optimizer.lr", "duplicate key", "first at line 13"});
+  expect_error("epochs: 1\nmodel:\n  - {type: relu}\n  - {type: linear, out_features: 3, out_features: 4}\n", {},
+               {"cfg.yaml:4", "model[1].out_features", "duplicate key", "first at line 4"});
+  expect_error("epochs: 1\nmodel: [{type: relu}]\ndata:\n  transforms:\n    - type: random_horizontal_flip\n"
+               "      p: 0.1\n      p: 0.2\n",
+               {}, {"cfg.yaml:7", "data.transforms[0].p", "first at line 6"});
+  // A --set of a key the file gives once is an override, not a duplicate.
+  EXPECT_EQ(parse_config(kBase, "cfg.yaml", {"epochs=7"}).epochs, 7);
+}
+
+// A key that applies only with another key's value is refused elsewhere, naming that key.
+TEST(Config, KeysOfAnotherChoiceAreRefused) {
+  expect_error("epochs: 1\nmodel: [{type: relu}]\ndata: {transforms: [{type: normalize, mean: 0.5, std: 0.5, p: 1}]}\n",
+               {}, {"cfg.yaml:3", "data.transforms[0].p", "only used with type: random_horizontal_flip",
+                    "type is normalize"});
+  expect_error(kBase, {"data.dataset=idx", "data.dir=/data"},
+               {"--set data.dir=/data", "data.dir", "only used with data.dataset: fashion_mnist"});
+  expect_error("epochs: 1\nmodel: [{type: relu}]\noptimizer: {lr: 1, betas: [0.9]}\n", {},
+               {"cfg.yaml:3", "optimizer.betas", "2 numbers in [0, 1)", "got 1"});
+}
+
+// device: its spelling is checked with the config; whether the machine has it, where it is used — and
+// either error names where it was given: the YAML key, the --set override, or --device.
+TEST(Config, DeviceErrorsNameWhereTheDeviceWasGiven) {
+  expect_error(std::string(kBase) + "device: gpu\n", {}, {"cfg.yaml:15", "device", "'gpu' is not a device"});
+  expect_error(kBase, {"device=gpu"}, {"--set device=gpu", "device", "'gpu' is not a device"});
+  const TrainConfig from_yaml = parse_config(std::string(kBase) + "device: cuda:63\n", "cfg.yaml");
+  EXPECT_EQ(from_yaml.origin.at("device"), "cfg.yaml:15");
+  try {
+    config_device(from_yaml);
+    ADD_FAILURE() << "cuda:63 was served";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("cfg.yaml:15: device: device 'cuda:63' requested", 0), 0u) << e.what();
+  }
+  const TrainConfig from_set = parse_config(kBase, "cfg.yaml", {"device=cuda:63"});
+  EXPECT_THROW(config_device(from_set), ConfigError);
+  EXPECT_NO_THROW(config_device(parse_config(kBase, "cfg.yaml")));  // auto: served on every machine
+  // --device replaces the config's device before it is parsed.
+  test::Scratch scratch;
+  const std::string path = scratch.write("cfg.yaml", std::string(kBase) + "device: cuda:63\n");
+  const test::Result r = test::run(std::string(EMBER_TRAIN_APP) + " --dry-run --device cpu --config " + test::quoted(path) +
+                                   " --out " + test::quoted((scratch.dir() / "run").string()));
+  EXPECT_EQ(r.rc, 0) << r.output;
+}
+
 // Each bad config through the real app: exit code 2, and the message on stderr.
 TEST(Config, BadConfigsExitWithCode2) {
   test::Scratch scratch;
@@ -145,6 +278,13 @@ TEST(Config, BadConfigsExitWithCode2) {
       {"bad --set", base, {"--set", "data.batch_size=0"}, {"--set data.batch_size=0", "data.batch_size", ">= 1"}},
       {"bad --set syntax", base, {"--set", "nokey"}, {"--set nokey", "key.path=value"}},
       {"unavailable device", base, {"--device", "cuda"}, {"--device cuda", "device 'cuda' requested", "--device cpu"}},
+      {"unavailable device in the YAML", base + "device: cuda:63\n", {},
+       {"bad.yaml:15: device: device 'cuda:63' requested", "device: cpu works"}},
+      {"unavailable device by --set", base, {"--set", "device=cuda:63"},
+       {"--set device=cuda:63: device: device 'cuda:63' requested"}},
+      {"misspelt device in the YAML", base + "device: gpu\n", {}, {"bad.yaml:15: device: 'gpu' is not a device"}},
+      {"misspelt device by --device", base, {"--device", "gpu"}, {"--device gpu: device 'gpu' is not a device"}},
+      {"duplicate key", base + "epochs: 3\n", {}, {"bad.yaml:15: epochs: duplicate key (first at line 1)"}},
       {"missing config file", "", {"--config", "/nonexistent.yaml"}, {"/nonexistent.yaml", "no such file"}},
       {"unknown option", base, {"--epochs", "3"}, {"--epochs"}},
   };
