@@ -1,11 +1,14 @@
 // ember-train end to end, as a subprocess on a subset of Fashion-MNIST: the loss falls; a resumed run
 // (from a mid-epoch checkpoint, with the newest checkpoint corrupt) equals an uninterrupted one in metrics
 // and weights; SIGINT/SIGTERM write a checkpoint that resumes; a NaN loss stops with advice (or is
-// skipped); every optimizer and scheduler trains; ember-eval and ember-devices report.
+// skipped); metrics.jsonl stays JSON with NaN and Infinity values; every optimizer and scheduler trains;
+// ember-eval and ember-devices report.
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <optional>
 #include <thread>
 
@@ -167,6 +170,58 @@ TEST(Train, NonFiniteLossStopsWithAdviceOrIsSkipped) {
                             " --set 'optimizer={type: sgd, lr: 1e30}' scheduler.type=none skip_nonfinite=true epochs=1");
   EXPECT_EQ(skip.rc, 0) << skip.output;
   EXPECT_NE(skip.output.find("skipped (non-finite loss)"), std::string::npos) << skip.output;
+  // The weights are ~1e30 by then: the evaluation's loss is not finite, and metrics.jsonl must still be
+  // JSON (metrics_rows parses every line), with metrics.csv spelling the value the same way.
+  const auto rows = metrics_rows(s.dir() / "c");
+  ASSERT_EQ(rows.size(), 1u);
+  ASSERT_TRUE(rows[0].at("test_loss").is_string()) << rows[0].dump();
+  EXPECT_FALSE(std::isfinite(test::metric(rows[0], "test_loss"))) << rows[0].dump();
+  const auto csv = test::lines(test::read_text(s.dir() / "c" / "metrics.csv"));
+  ASSERT_EQ(csv.size(), 2u);
+  std::string field = ",";  // (in steps: one "," + s + "," draws a false GCC 12 -Wrestrict warning)
+  field += rows[0].at("test_loss").get<std::string>();
+  field += ",";
+  EXPECT_NE(csv[1].find(field), std::string::npos) << csv[1];
+}
+
+// metrics.jsonl is JSON on every line whatever the values: a non-finite metric is the string "NaN",
+// "Infinity" or "-Infinity" (JSON has no such numbers), a missing evaluation null, a finite value a number
+// that reads back exactly. metrics.csv spells them the same way and leaves a missing one empty. A writer
+// opened for a resume after epoch 1 drops the later rows and keeps the first as it was.
+TEST(Train, MetricsFilesAreValidJsonWithNaNAndInfinity) {
+  test::Scratch s;
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  {
+    app::MetricsWriter metrics(s.dir(), std::nullopt);
+    metrics.append({.epoch = 1, .step = 10, .lr = 0.1, .train_loss = nan, .train_accuracy = 0.25, .test_loss = inf,
+                    .test_accuracy = 0.5, .samples_per_sec = 100, .seconds = 1.5});
+    metrics.append({.epoch = 2, .step = 20, .lr = 1e-4, .train_loss = -inf, .train_accuracy = -nan,
+                    .test_loss = std::nullopt, .test_accuracy = std::nullopt, .samples_per_sec = 0, .seconds = 3});
+  }
+  const auto jsonl = test::lines(test::read_text(s.dir() / "metrics.jsonl"));
+  ASSERT_EQ(jsonl.size(), 2u);
+  for (const std::string& line : jsonl) EXPECT_TRUE(nlohmann::json::accept(line)) << line;
+  const auto rows = test::metrics_rows(s.dir());
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].at("epoch").get<int64_t>(), 1);
+  EXPECT_EQ(rows[0].at("train_loss").dump(), "\"NaN\"");
+  EXPECT_EQ(rows[0].at("test_loss").dump(), "\"Infinity\"");
+  EXPECT_EQ(rows[1].at("train_loss").dump(), "\"-Infinity\"");
+  EXPECT_EQ(rows[1].at("train_accuracy").dump(), "\"NaN\"");  // a negative NaN too
+  EXPECT_TRUE(rows[1].at("test_loss").is_null());
+  EXPECT_TRUE(rows[0].at("lr").is_number());
+  EXPECT_TRUE(std::isnan(test::metric(rows[0], "train_loss")));
+  EXPECT_EQ(test::metric(rows[0], "test_loss"), inf);
+  EXPECT_EQ(test::metric(rows[1], "train_loss"), -inf);
+  EXPECT_EQ(test::metric(rows[1], "lr"), 1e-4);
+  EXPECT_EQ(test::metric(rows[0], "seconds"), 1.5);
+  const auto csv = test::lines(test::read_text(s.dir() / "metrics.csv"));
+  EXPECT_EQ(csv, (std::vector<std::string>{"epoch,step,lr,train_loss,train_accuracy,test_loss,test_accuracy,samples_per_sec,seconds",
+                                           "1,10,0.1,NaN,0.25,Infinity,0.5,100,1.5", "2,20,1e-04,-Infinity,NaN,,,0,3"}));
+
+  { app::MetricsWriter resumed(s.dir(), 1); }
+  EXPECT_EQ(test::lines(test::read_text(s.dir() / "metrics.jsonl")), std::vector<std::string>{jsonl[0]});
+  EXPECT_EQ(test::lines(test::read_text(s.dir() / "metrics.csv")), (std::vector<std::string>{csv[0], csv[1]}));
 }
 
 TEST(Train, EvalAndDevicesReport) {
