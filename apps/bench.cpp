@@ -9,6 +9,7 @@
 #include <ember/ember.h>
 
 #include "apps/session.h"
+#include "backends/format.h"
 
 namespace ember::app {
 namespace {
@@ -20,8 +21,6 @@ constexpr int64_t kBatchPool = 16;
 struct Batch {
   Tensor input, target;  // on the CPU: [N, sample_shape...] f32, [N] i64
 };
-
-double mib(double bytes) { return bytes / (1024.0 * 1024.0); }
 
 double peak_rss_mib() {
   struct rusage usage {};
@@ -110,7 +109,7 @@ DeviceResult run_bench(const TrainConfig& config, Device device, const BenchOpti
   r.ms_median = n % 2 == 1 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
   r.ms_min = ms.front();
   r.ms_max = ms.back();
-  r.allocator_peak_mib = mib(static_cast<double>(memory_stats(device).peak_allocated));
+  r.allocator_peak_mib = static_cast<double>(memory_stats(device).peak_allocated) / kBytesPerMiB;
   r.peak_memory_kind = device.is_cpu() ? "rss" : "allocator";
   r.peak_memory_mib = device.is_cpu() ? peak_rss_mib() : r.allocator_peak_mib;
   return r;

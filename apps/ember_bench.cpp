@@ -18,6 +18,7 @@
 
 #include "apps/bench.h"
 #include "apps/cli.h"
+#include "backends/format.h"
 #include "backends/log.h"
 
 using namespace ember;
@@ -91,10 +92,9 @@ void print_table(const std::string& config_path, const app::TrainConfig& cfg, co
       continue;
     }
     const app::DeviceResult& r = *row.result;
-    char memory[48];
-    std::snprintf(memory, sizeof memory, "%.1f MiB (%s)", r.peak_memory_mib, r.peak_memory_kind.c_str());
+    const std::string memory = format_mib(r.peak_memory_mib * kBytesPerMiB) + " (" + r.peak_memory_kind + ")";
     std::printf("%-8s %12.0f %13.3f %9.3f %9.3f %18s %12.6f\n", row.device.c_str(), r.samples_per_sec, r.ms_median,
-                r.ms_min, r.ms_max, memory, r.losses.back());
+                r.ms_min, r.ms_max, memory.c_str(), r.losses.back());
   }
   if (comparison)
     std::printf("\n%s vs %s: %.2fx the samples/s; largest loss difference %.3g (step %lld of %lld)\n",
@@ -121,8 +121,8 @@ int print_max_batch(const std::string& config_path, Device device, const app::Ma
     std::printf("not even batch size 1 fits: %s\n", r.failure.c_str());
     return 0;
   }
-  std::printf("largest batch size that fits: %lld (allocator peak %.1f MiB)\n", static_cast<long long>(r.batch_size),
-              r.peak_mib);
+  std::printf("largest batch size that fits: %lld (allocator peak %s)\n", static_cast<long long>(r.batch_size),
+              format_mib(r.peak_mib * kBytesPerMiB).c_str());
   if (r.failed_batch_size == 0) std::printf("(the search stopped at --max-batch; more may fit)\n");
   else std::printf("batch size %lld runs out of memory: %s\n", static_cast<long long>(r.failed_batch_size), r.failure.c_str());
   return 0;

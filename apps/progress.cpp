@@ -4,6 +4,8 @@
 
 #include <ember/ember.h>
 
+#include "backends/format.h"
+
 namespace ember::app {
 
 void ProgressDisplay::step(int64_t epoch, int64_t in_epoch, int64_t step, double loss, double lr, int64_t seen,
@@ -27,11 +29,11 @@ void ProgressDisplay::step(int64_t epoch, int64_t in_epoch, int64_t step, double
   bar.resize(kWidth, ' ');
   const double per_step = seconds / std::max<int64_t>(in_epoch, 1);
   const int eta = static_cast<int>(per_step * static_cast<double>(steps_per_epoch_ - in_epoch));
-  const double mem = static_cast<double>(memory_stats(device_).allocated) / (1024.0 * 1024.0);
-  std::fprintf(out_, "\r\033[Kepoch %lld/%lld [%s] %lld/%lld  loss %.4f  lr %.3g  %.0f samples/s  ETA %d:%02d  mem %.1f MiB",
+  const std::string mem = format_mib(static_cast<double>(memory_stats(device_).allocated));
+  std::fprintf(out_, "\r\033[Kepoch %lld/%lld [%s] %lld/%lld  loss %.4f  lr %.3g  %.0f samples/s  ETA %d:%02d  mem %s",
                static_cast<long long>(epoch), static_cast<long long>(epochs_), bar.c_str(),
                static_cast<long long>(in_epoch), static_cast<long long>(steps_per_epoch_), loss, lr, rate, eta / 60,
-               eta % 60, mem);
+               eta % 60, mem.c_str());
   std::fflush(out_);
   drawn_ = true;
 }

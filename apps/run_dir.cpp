@@ -7,13 +7,18 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "apps/yaml_reader.h"
 #include "backends/error.h"
+#include "backends/format.h"
+#include "core/atomic_file.h"
 
 namespace ember::app {
 namespace fs = std::filesystem;
@@ -64,15 +69,10 @@ std::vector<std::string> remove_stale_temporaries(const fs::path& dir) {
   if (!fs::is_directory(dir)) return removed;
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
-    const size_t at = name.rfind(".tmp");
-    if (at == std::string::npos || at == 0) continue;
-    size_t digits = at + 4;
-    if (digits < name.size() && name[digits] == '.') ++digits;  // safetensors writes ".tmp.<pid>"
-    long long pid = 0;
-    const auto r = std::from_chars(name.data() + digits, name.data() + name.size(), pid);
-    if (r.ec != std::errc() || r.ptr != name.data() + name.size() || pid <= 0) continue;
+    const std::optional<long long> pid = atomic_temporary_owner(name);
+    if (!pid) continue;
     // NOTE: a live process of that id (ours, or another writer's) keeps its file.
-    if (pid == ::getpid() || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    if (*pid == ::getpid() || ::kill(static_cast<pid_t>(*pid), 0) == 0 || errno != ESRCH) continue;
     std::error_code ec;
     if (fs::remove(entry.path(), ec)) removed.push_back(name);
   }
@@ -87,7 +87,7 @@ void ensure_writable_dir(const fs::path& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) refuse("cannot create it: " + ec.message());
-  const fs::path probe = dir / (".write-probe.tmp" + std::to_string(::getpid()));
+  const fs::path probe = atomic_temporary_path((dir / ".write-probe").string());  // removed at once
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) refuse(std::strerror(errno));
   const bool wrote = ::write(fd, "x", 1) == 1;
@@ -95,24 +95,6 @@ void ensure_writable_dir(const fs::path& dir) {
   ::close(fd);
   ::unlink(probe.c_str());
   if (!wrote) refuse(std::strerror(write_errno));
-}
-
-void write_file_atomic(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << text;
-    out.flush();
-    EMBER_CHECK(out.good(), "cannot write '", tmp.string(), "' (disk full or no permission?)");
-  }
-  fs::rename(tmp, path);
-}
-
-std::string exact(double v) {
-  if (v != v) return "nan";
-  char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
 }
 
 namespace {
@@ -142,6 +124,12 @@ std::optional<int64_t> csv_epoch(const std::string& line) {
   return std::stoll(line);
 }
 
+// "NaN", "Infinity" or "-Infinity": a non-finite metric in metrics.jsonl (as a string) and metrics.csv.
+std::string non_finite_text(double v) {
+  if (std::isnan(v)) return "NaN";
+  return v > 0 ? "Infinity" : "-Infinity";
+}
+
 void append_line(const fs::path& path, const std::string& line) {
   std::ofstream out(path, std::ios::app);
   out << line << "\n";
@@ -163,17 +151,32 @@ MetricsWriter::MetricsWriter(const fs::path& dir, std::optional<int64_t> resume_
 }
 
 void MetricsWriter::append(const MetricsRow& r) {
-  const auto opt = [](const std::optional<double>& v, const char* none) { return v ? exact(*v) : std::string(none); };
-  std::ostringstream json;
-  json << "{\"epoch\":" << r.epoch << ",\"step\":" << r.step << ",\"lr\":" << exact(r.lr)
-       << ",\"train_loss\":" << exact(r.train_loss) << ",\"train_accuracy\":" << exact(r.train_accuracy)
-       << ",\"test_loss\":" << opt(r.test_loss, "null") << ",\"test_accuracy\":" << opt(r.test_accuracy, "null")
-       << ",\"samples_per_sec\":" << exact(r.samples_per_sec) << ",\"seconds\":" << exact(r.seconds) << "}";
-  append_line(jsonl_, json.str());
+  // NOTE: JSON has no NaN or Infinity literal (nlohmann would write null, the same as "no evaluation"), so
+  // a non-finite value is the string Python's json module and JavaScript spell it with: float("NaN"),
+  // float("-Infinity") and Number("Infinity") read it back. The CSV uses the same words.
+  const auto json_value = [](double v) {
+    return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json(non_finite_text(v));
+  };
+  const auto json_optional = [&](const std::optional<double>& v) {
+    return v ? json_value(*v) : nlohmann::ordered_json();  // null
+  };
+  const nlohmann::ordered_json row = {{"epoch", r.epoch},
+                                      {"step", r.step},
+                                      {"lr", json_value(r.lr)},
+                                      {"train_loss", json_value(r.train_loss)},
+                                      {"train_accuracy", json_value(r.train_accuracy)},
+                                      {"test_loss", json_optional(r.test_loss)},
+                                      {"test_accuracy", json_optional(r.test_accuracy)},
+                                      {"samples_per_sec", json_value(r.samples_per_sec)},
+                                      {"seconds", json_value(r.seconds)}};
+  append_line(jsonl_, row.dump());
+
+  const auto csv_value = [](double v) { return std::isfinite(v) ? format_shortest(v) : non_finite_text(v); };
+  const auto csv_optional = [&](const std::optional<double>& v) { return v ? csv_value(*v) : std::string(); };
   std::ostringstream csv;
-  csv << r.epoch << "," << r.step << "," << exact(r.lr) << "," << exact(r.train_loss) << "," << exact(r.train_accuracy)
-      << "," << opt(r.test_loss, "") << "," << opt(r.test_accuracy, "") << "," << exact(r.samples_per_sec) << ","
-      << exact(r.seconds);
+  csv << r.epoch << "," << r.step << "," << csv_value(r.lr) << "," << csv_value(r.train_loss) << ","
+      << csv_value(r.train_accuracy) << "," << csv_optional(r.test_loss) << "," << csv_optional(r.test_accuracy) << ","
+      << csv_value(r.samples_per_sec) << "," << csv_value(r.seconds);
   append_line(csv_, csv.str());
 }
 

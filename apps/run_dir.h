@@ -23,20 +23,14 @@ void prune_checkpoints(const std::filesystem::path& dir, int64_t keep_last);
 // and the error) and skipped. nullopt when there is none that loads.
 std::optional<Checkpoint> newest_valid_checkpoint(const std::filesystem::path& dir, std::vector<std::string>& problems);
 
-// Deletes the temporary files that a writer killed mid-write left in `dir` (a checkpoint's
-// "checkpoint-*.safetensors.tmp.<pid>", write_file_atomic's "<name>.tmp<pid>") when process <pid> is gone;
-// returns their names. They are never read (list_checkpoints ignores them): this only reclaims the space.
+// Deletes the temporary files that a writer killed mid-write left in `dir` (write_file_atomic's
+// "<name>.tmp.<pid>", core/atomic_file.h: checkpoints, config.yaml, metrics files) when process <pid> is
+// gone; returns their names. They are never read (list_checkpoints ignores them): this only reclaims the space.
 std::vector<std::string> remove_stale_temporaries(const std::filesystem::path& dir);
 
 // Creates `dir` if needed and checks that a file can be written there, before any work: throws
 // ConfigError naming the directory and the reason (exit code 2) when it cannot.
 void ensure_writable_dir(const std::filesystem::path& dir);
-
-// Writes `text` to `path` atomically (a temporary file in the same folder, then rename).
-void write_file_atomic(const std::filesystem::path& path, const std::string& text);
-
-// The shortest decimal text that reads back to the same double ("0.1", "nan").
-std::string exact(double v);
 
 struct MetricsRow {
   int64_t epoch = 0, step = 0;  // epoch counts from 1; step: optimizer steps so far
@@ -46,7 +40,11 @@ struct MetricsRow {
   double samples_per_sec = 0, seconds = 0;
 };
 
-// Appends rows to metrics.jsonl and metrics.csv (flushed after each row). Opening for a resumed run keeps
+// Appends rows to metrics.jsonl and metrics.csv (flushed after each row). Each metrics.jsonl line is a JSON
+// object (written by nlohmann-json) with the MetricsRow fields in order; a value without evaluation is
+// null, and a non-finite one, which JSON has no literal for, is the string "NaN", "Infinity" or
+// "-Infinity" — distinct from null, and read back by Python's float() and JavaScript's Number().
+// metrics.csv spells them the same way and leaves a missing value empty. Opening for a resumed run keeps
 // the rows of the first `resume_epochs` epochs (those the checkpoint had completed) and drops later ones,
 // so the files of a resumed run equal an uninterrupted run's. Throws ember::Error when a file cannot be
 // written.

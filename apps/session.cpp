@@ -1,8 +1,9 @@
 #include "apps/session.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <numeric>
+
+#include "backends/format.h"
 
 namespace ember::app {
 namespace {
@@ -69,12 +70,6 @@ std::unique_ptr<optim::LRScheduler> make_scheduler(const TrainConfig& c, optim::
   if (s.warmup_steps > 0)
     sched = std::make_unique<optim::LinearWarmup>(std::move(sched), s.warmup_steps, s.warmup_start_factor);
   return sched;
-}
-
-std::string mib(double bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / (1024.0 * 1024.0));
-  return buf;
 }
 
 // The model (seeded by config.seed through model_gen), then the optimizer and scheduler, for s.sample_shape.
@@ -242,9 +237,9 @@ std::string dry_run_report(Session& s) {
   const double params = static_cast<double>(s.model->parameter_count()) * 4;
   const double acts = activations * static_cast<double>(batch) * 4 * 2;
   out += "\nMemory estimate per training step (f32, batch " + std::to_string(batch) + ", " + s.device.str() + "):\n";
-  out += "  parameters " + mib(params) + ", gradients " + mib(params) + ", optimizer state " +
-         mib(params * state_per_param) + ", activations + their gradients " + mib(acts) + "\n";
-  out += "  total about " + mib(params * (2 + state_per_param) + acts) + "\n";
+  out += "  parameters " + format_mib(params) + ", gradients " + format_mib(params) + ", optimizer state " +
+         format_mib(params * state_per_param) + ", activations + their gradients " + format_mib(acts) + "\n";
+  out += "  total about " + format_mib(params * (2 + state_per_param) + acts) + "\n";
   return out;
 }
 

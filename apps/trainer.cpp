@@ -10,6 +10,8 @@
 #include "apps/run_dir.h"
 #include "backends/log.h"
 #include "apps/session.h"
+#include "backends/format.h"
+#include "core/atomic_file.h"
 
 namespace ember::app {
 namespace fs = std::filesystem;
@@ -67,8 +69,8 @@ std::string save_checkpoint(Session& s, const Progress& p, const data::LoaderSta
   c.set("loader", loader.str());
   c.set("epoch", std::to_string(p.epoch));
   c.set("step", std::to_string(p.step));
-  c.set("epoch_loss_sum", exact(p.loss_sum));
-  c.set("epoch_seconds", exact(p.seconds));
+  c.set("epoch_loss_sum", format_shortest(p.loss_sum));
+  c.set("epoch_seconds", format_shortest(p.seconds));
   c.set("epoch_correct", std::to_string(p.correct));
   c.set("epoch_seen", std::to_string(p.seen));
   c.set("skipped", std::to_string(p.skipped));
@@ -203,7 +205,7 @@ int run_training(const TrainOptions& o) {
             detail::throw_error("step ", p.step, " (epoch ", p.epoch + 1, "): the loss is ", value, ". ",
                                 last_checkpoint.empty() ? std::string("No checkpoint was written yet")
                                                         : "The last good checkpoint is " + last_checkpoint,
-                                ". Try a lower optimizer.lr (now ", exact(current_lr(s)),
+                                ". Try a lower optimizer.lr (now ", format_shortest(current_lr(s)),
                                 "), gradient clipping (optimizer.clip_grad_norm: 1.0), or skip_nonfinite: true to "
                                 "skip such steps");
           ++p.skipped;

@@ -1,12 +1,12 @@
 #include "backends/caching_allocator.h"
 
 #include <bit>
-#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <utility>
 
 #include "backends/error.h"
+#include "backends/format.h"
 
 namespace ember {
 namespace {
@@ -18,21 +18,6 @@ constexpr int kSubClasses = 4;                           // per power of two abo
 
 void* system_allocate(size_t bytes) { return std::aligned_alloc(kAlignment, bytes); }
 void system_deallocate(void* ptr) { std::free(ptr); }
-
-// "1.50 GiB (1610612736 bytes)"
-std::string bytes_str(size_t bytes) {
-  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  if (u == 0) return std::to_string(bytes) + " bytes";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f %s", v, units[u]);
-  return std::string(buf) + " (" + std::to_string(bytes) + " bytes)";
-}
 
 }  // namespace
 
@@ -59,10 +44,10 @@ CachingAllocator::CachingAllocator(SystemAllocator system) : system_(std::move(s
 CachingAllocator::~CachingAllocator() { release_cached_locked(); }
 
 std::string CachingAllocator::out_of_memory_message(size_t bytes, bool cache_released) const {
-  std::string m = system_.device + ": out of memory allocating " + bytes_str(bytes) + "; " +
-                  bytes_str(stats_.allocated) + " allocated by Ember tensors, " + bytes_str(stats_.reserved) +
+  std::string m = system_.device + ": out of memory allocating " + format_bytes(bytes) + "; " +
+                  format_bytes(stats_.allocated) + " allocated by Ember tensors, " + format_bytes(stats_.reserved) +
                   " reserved by Ember";
-  if (system_.total_memory != 0) m += ", device total " + bytes_str(system_.total_memory);
+  if (system_.total_memory != 0) m += ", device total " + format_bytes(system_.total_memory);
   if (cache_released) m += " (cache released and retried)";
   return m + "; " + system_.advice;
 }

@@ -1,6 +1,8 @@
 #include "backends/error.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 namespace ember {
 namespace {
@@ -36,6 +38,10 @@ std::string join(const std::vector<std::string>& items, const char* separator) {
   std::string out;
   for (const std::string& s : items) out += (out.empty() ? "" : separator) + s;
   return out;
+}
+
+std::string system_error_message(const std::string& what, const std::string& path) {
+  return what + " '" + path + "': " + std::strerror(errno);
 }
 
 }  // namespace ember

@@ -19,6 +19,9 @@ class Error : public std::runtime_error {
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& choices);
 // "a, b, c" — for messages that list the valid choices.
 std::string join(const std::vector<std::string>& items, const char* separator = ", ");
+// "cannot write 'run/x.tmp.42': No space left on device" — `what`, the path and errno's text, for a
+// failed system call on a file (call it before anything else can change errno).
+std::string system_error_message(const std::string& what, const std::string& path);
 
 namespace detail {
 template <typename... Args>

@@ -15,7 +15,7 @@ void Checkpoint::put(const std::string& prefix, const NamedTensors& tensors) {
   }
 }
 
-Checkpoint::NamedTensors Checkpoint::take(const std::string& prefix) const {
+NamedTensors Checkpoint::take(const std::string& prefix) const {
   NamedTensors out;
   for (const auto& [name, t] : tensors_)
     if (name.rfind(prefix, 0) == 0) out.emplace_back(name.substr(prefix.size()), t);

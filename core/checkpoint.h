@@ -18,14 +18,13 @@
 #include <vector>
 
 #include "core/generator.h"
+#include "core/named_tensors.h"
 #include "core/tensor.h"
 
 namespace ember {
 
 class Checkpoint {
  public:
-  using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
-
   // Adds `tensors` with `prefix` prepended to each name. Throws on a name already present.
   void put(const std::string& prefix, const NamedTensors& tensors);
   // The tensors whose names start with `prefix`, with the prefix removed, in file order (CPU tensors).

@@ -1,14 +1,11 @@
 #include "core/safetensors.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_file.h"
 #include "core/raw.h"
 
 namespace ember::safetensors {
@@ -62,20 +59,6 @@ float bf16_to_float(uint16_t h) {
   detail::throw_error("safetensors '", name, "': ", what);
 }
 
-std::string system_error(const std::string& what, const std::string& path) {
-  return what + " '" + path + "': " + std::strerror(errno);
-}
-
-void write_all(int fd, const char* data, size_t size, const std::string& path) {
-  while (size > 0) {
-    const ssize_t n = ::write(fd, data, size);
-    if (n < 0 && errno == EINTR) continue;
-    EMBER_CHECK(n > 0, "safetensors: ", system_error("cannot write", path), " (disk full?)");
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-}
-
 }  // namespace
 
 const Tensor* Contents::find(const std::string& name) const {
@@ -84,7 +67,7 @@ const Tensor* Contents::find(const std::string& name) const {
   return nullptr;
 }
 
-void save(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
+void save(const std::string& path, const NamedTensors& tensors,
           const std::map<std::string, std::string>& metadata) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
@@ -104,33 +87,10 @@ void save(const std::string& path, const std::vector<std::pair<std::string, Tens
   uint8_t len[8];
   for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(static_cast<uint64_t>(json.size()) >> (8 * i));
 
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  EMBER_CHECK(fd >= 0, "safetensors: ", system_error("cannot create", tmp), "; check that the directory exists and is writable");
-  try {
-    write_all(fd, reinterpret_cast<const char*>(len), 8, tmp);
-    write_all(fd, json.data(), json.size(), tmp);
-    for (const Tensor& t : host)  // x86-64 and aarch64 are little-endian, as the format
-      write_all(fd, static_cast<const char*>(t.data_ptr()), static_cast<size_t>(t.numel()) * t.element_size(), tmp);
-    EMBER_CHECK(::fsync(fd) == 0, "safetensors: ", system_error("cannot flush", tmp));
-  } catch (...) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string msg = system_error("cannot rename " + tmp + " to", path);
-    ::unlink(tmp.c_str());
-    detail::throw_error("safetensors: ", msg);
-  }
-  // Make the rename itself durable.
-  const std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/') + 1);
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  std::vector<std::string_view> parts{std::string_view(reinterpret_cast<const char*>(len), 8), json};
+  for (const Tensor& t : host)  // x86-64 and aarch64 are little-endian, as the format
+    parts.emplace_back(static_cast<const char*>(t.data_ptr()), static_cast<size_t>(t.numel()) * t.element_size());
+  write_file_atomic(path, parts);
 }
 
 Contents parse(const char* data, size_t size, const std::string& name) {
@@ -241,9 +201,9 @@ Contents parse(const char* data, size_t size, const std::string& name) {
 
 Contents load(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  EMBER_CHECK(in.good(), "safetensors: ", system_error("cannot open", path));
+  EMBER_CHECK(in.good(), "safetensors: ", system_error_message("cannot open", path));
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EMBER_CHECK(!in.bad(), "safetensors: ", system_error("cannot read", path));
+  EMBER_CHECK(!in.bad(), "safetensors: ", system_error_message("cannot read", path));
   return parse(bytes.data(), bytes.size(), path);
 }
 

@@ -5,27 +5,28 @@
 // what Ember writes, and Ember reads theirs.
 //
 // dtypes: F32, F64, I64 and BOOL round-trip; BF16 and F16 files load (converted to f32, since Ember has no
-// 16-bit dtypes yet). Writing is atomic: a temporary file in the same directory, flushed and fsync'd,
-// then renamed over the target — a crash never leaves a half-written file under the real name.
+// 16-bit dtypes yet). Writing is atomic (core/atomic_file.h): a temporary file in the same directory,
+// fsync'd, then renamed over the target — a crash never leaves a half-written file under the real name.
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/named_tensors.h"
 #include "core/tensor.h"
 
 namespace ember::safetensors {
 
 struct Contents {
-  std::vector<std::pair<std::string, Tensor>> tensors;  // in file order (sorted by data offset); CPU
-  std::map<std::string, std::string> metadata;          // the "__metadata__" object
+  NamedTensors tensors;                         // in file order (sorted by data offset); CPU
+  std::map<std::string, std::string> metadata;  // the "__metadata__" object
   const Tensor* find(const std::string& name) const;
 };
 
 // Writes `tensors` (any device, any layout: they are made contiguous on the host) and `metadata`.
 // Throws ember::Error naming the path and the system's reason when the file cannot be written; the
 // previous file at `path`, if any, is then left untouched.
-void save(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
+void save(const std::string& path, const NamedTensors& tensors,
           const std::map<std::string, std::string>& metadata = {});
 
 // Reads and validates a file: header length, JSON syntax, each entry's dtype/shape/offsets, offsets that

@@ -17,11 +17,12 @@
 #include <vector>
 
 #include "autograd/ops.h"
+#include "core/named_tensors.h"
 #include "core/tensor.h"
 
 namespace ember::nn {
 
-using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+using ember::NamedTensors;
 
 class Module : public std::enable_shared_from_this<Module> {
  public:

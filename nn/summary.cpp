@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "autograd/grad_mode.h"
+#include "backends/format.h"
 #include "nn/layers.h"
 
 namespace ember::nn {
@@ -62,7 +63,7 @@ std::string summary(Module& model, const Shape& input_shape, DType dtype) {
   for (const Tensor& p : model.parameters())
     if (p.requires_grad()) trainable += p.numel();
   out << "total parameters: " << total << " (" << trainable << " trainable), "
-      << std::fixed << std::setprecision(2) << static_cast<double>(total) * dtype_size(dtype) / (1 << 20) << " MiB\n";
+      << format_mib(static_cast<double>(total) * dtype_size(dtype), 2) << "\n";
   return out.str();
 }
 

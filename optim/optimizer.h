@@ -11,11 +11,12 @@
 #include <utility>
 #include <vector>
 
+#include "core/named_tensors.h"
 #include "core/tensor.h"
 
 namespace ember::optim {
 
-using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+using ember::NamedTensors;
 
 // Hyperparameters of one group; every field applies to every optimizer that has it.
 struct Hyper {

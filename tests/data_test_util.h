@@ -1,33 +1,37 @@
 #pragma once
-// Helpers for the data tests: a temporary directory and small IDX/CSV/gzip files written into it.
+// Helpers for the data tests: small datasets, and IDX/CSV/gzip files written into a temporary directory.
 #include <gtest/gtest.h>
 #include <zlib.h>
 
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include <ember/ember.h>
 
+#include "scratch.h"
+
 namespace ember::testing {
 
-// A fresh directory under the system temp dir, removed with everything in it at scope exit.
-class TempDir {
- public:
-  TempDir() {
-    std::random_device rd;
-    path_ = std::filesystem::temp_directory_path() / ("ember_data_test_" + std::to_string(rd()) + std::to_string(rd()));
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
+using TempDir = test::Scratch;  // dir.file("images.idx"): a path in a fresh directory, removed afterwards
 
- private:
-  std::filesystem::path path_;
-};
+// `n` examples: target i (i64) and an f32 input of `shape` whose element k (row-major) is value(i, k).
+inline std::shared_ptr<data::TensorDataset> indexed_dataset(int64_t n, const Shape& shape,
+                                                            const std::function<float(int64_t i, int64_t k)>& value) {
+  std::vector<float> x;
+  std::vector<int64_t> y;
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t k = 0; k < shape.numel(); ++k) x.push_back(value(i, k));
+    y.push_back(i);
+  }
+  Shape all = shape;
+  all.insert(0, n);
+  return std::make_shared<data::TensorDataset>(from_vector(x, all), from_vector(y));
+}
 
 inline void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
   std::ofstream out(path, std::ios::binary);

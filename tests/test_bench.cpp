@@ -27,21 +27,8 @@ namespace {
 
 // data.dir points nowhere: ember-bench must not read the dataset. Dropout and a per-step cosine schedule
 // make the seeded-run check non-trivial.
-const std::string kConfig = R"(epochs: 2
-seed: 3
-data:
-  dir: /nonexistent/fashion-mnist
-  batch_size: 32
-  transforms: [{type: normalize, mean: [0.286], std: [0.353]}]
-model:
-  - {type: flatten}
-  - {type: linear, out_features: 32}
-  - {type: relu}
-  - {type: dropout, p: 0.2}
-  - {type: linear, out_features: 10}
-optimizer: {type: adamw, lr: 0.003}
-scheduler: {type: cosine, interval: step}
-)";
+const std::string kConfig = test::yaml({.data_dir = "/nonexistent/fashion-mnist", .batch_size = 32,
+                                        .workers = std::nullopt, .limit = std::nullopt, .test_limit = std::nullopt});
 
 // Runs ember-bench; `output` is its stdout only (the logs on stderr go to `err`).
 Result bench(const test::Scratch& s, const std::string& args) {

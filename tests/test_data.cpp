@@ -11,14 +11,7 @@ namespace {
 
 // N examples: input [2] = {i, -i} f32, target i.
 std::shared_ptr<data::TensorDataset> numbered(int64_t n) {
-  std::vector<float> x;
-  std::vector<int64_t> y;
-  for (int64_t i = 0; i < n; ++i) {
-    x.push_back(static_cast<float>(i));
-    x.push_back(-static_cast<float>(i));
-    y.push_back(i);
-  }
-  return std::make_shared<data::TensorDataset>(from_vector(x, {n, 2}), from_vector(y));
+  return indexed_dataset(n, {2}, [](int64_t i, int64_t k) { return static_cast<float>(k == 0 ? i : -i); });
 }
 
 // A dataset with only get(): exercises the default get_batch. Example 3 has the wrong shape.

@@ -19,13 +19,8 @@ namespace {
 
 // N examples: input [1, 4, 4] f32 filled with i (plus a gradient, so crops and flips are visible), target i.
 std::shared_ptr<data::TensorDataset> images(int64_t n) {
-  std::vector<float> x;
-  std::vector<int64_t> y;
-  for (int64_t i = 0; i < n; ++i) {
-    for (int k = 0; k < 16; ++k) x.push_back(static_cast<float>(i) + 0.01f * static_cast<float>(k));
-    y.push_back(i);
-  }
-  return std::make_shared<data::TensorDataset>(from_vector(x, {n, 1, 4, 4}), from_vector(y));
+  return indexed_dataset(n, {1, 4, 4},
+                         [](int64_t i, int64_t k) { return static_cast<float>(i) + 0.01f * static_cast<float>(k); });
 }
 
 // Every batch of one epoch, as (input values, target values).

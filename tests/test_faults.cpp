@@ -18,38 +18,16 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// 600 shuffled examples in batches of 20: 30 steps per epoch, 60 in all. Dropout, a per-step cosine
-// schedule and Adam make an exact resume depend on every part of the checkpoint.
-const std::string kConfig = R"(epochs: 2
-seed: 5
-data:
-  batch_size: 20
-  workers: 2
-  limit: 600
-  test_limit: 200
-  transforms: [{type: normalize, mean: [0.286], std: [0.353]}]
-model:
-  - {type: flatten}
-  - {type: linear, out_features: 32}
-  - {type: relu}
-  - {type: dropout, p: 0.2}
-  - {type: linear, out_features: 10}
-optimizer: {type: adamw, lr: 0.003}
-scheduler: {type: cosine, interval: step}
-output: {checkpoint_every_steps: 5, keep_last: 100, log_every_steps: 10}
-)";
+// 600 shuffled examples in batches of 20 (two workers): 30 steps per epoch, 60 in all, with dropout, a
+// per-step cosine schedule and AdamW. A run here takes 1-3 s (15 s under ASan).
+const std::string kConfig =
+    test::yaml({.seed = 5, .output = "{checkpoint_every_steps: 5, keep_last: 100, log_every_steps: 10}"});
 constexpr int64_t kStepsPerEpoch = 30, kFinalStep = 60;
 constexpr int64_t kBadExample = 250;  // of the training split (among the first 600)
-constexpr int kWatchdogSeconds = 120;  // per ember-train run; a run here takes 1-3 s (15 s under ASan)
 
-// ember-train `args` with EMBER_FAULT_INJECT=`fault` (none when empty), killed when it outlives the watchdog.
-Result train(const std::string& args, const std::string& fault = "") {
-  const std::string env = fault.empty() ? "env -u EMBER_FAULT_INJECT" : "env EMBER_FAULT_INJECT=" + test::quoted(fault);
-  Result r = test::run(env + " timeout -k 5 " + std::to_string(kWatchdogSeconds) + " " + EMBER_TRAIN_APP + " " + args);
-  EXPECT_NE(r.rc, 124) << "the watchdog stopped ember-train " << args << " after " << kWatchdogSeconds << " s:\n"
-                       << r.output;
-  EXPECT_NE(r.rc, 137) << "the watchdog killed ember-train " << args << ":\n" << r.output;
-  return r;
+// ember-train `args` with EMBER_FAULT_INJECT=`fault` (data/fault.h); test::train runs it without.
+Result train_with_fault(const std::string& args, const std::string& fault) {
+  return test::train(args, "EMBER_FAULT_INJECT=" + test::quoted(fault));
 }
 
 // The batch (0-based) of epoch 0 that holds example `index`: the loader's order depends only on the seed,
@@ -68,48 +46,22 @@ int64_t batch_holding(int64_t index) {
   return -1;
 }
 
-std::vector<std::string> metric_rows(const fs::path& run) {
-  std::vector<std::string> out;
-  for (const auto& line : test::lines(test::read_text(run / "metrics.jsonl"))) out.push_back(test::without_timing(line));
-  return out;
-}
-
-// The checkpoint's tensors as raw bytes, by name.
-std::vector<std::pair<std::string, std::string>> tensors_of(const fs::path& checkpoint) {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& [name, t] : safetensors::load(checkpoint.string()).tensors) {
-    const Tensor c = t.contiguous();
-    out.emplace_back(name, std::string(static_cast<const char*>(c.data_ptr()), static_cast<size_t>(c.numel()) * c.element_size()));
-  }
-  return out;
-}
-
-void expect_in(const std::string& output, const std::vector<std::string>& pieces) {
-  for (const std::string& piece : pieces) EXPECT_NE(output.find(piece), std::string::npos) << piece << " missing in\n" << output;
-}
-
-void expect_no_temporaries(const fs::path& run) {
-  for (const auto& e : fs::directory_iterator(run))
-    EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path() << " left behind";
-}
-
 // The run that never fails, for the final weights and metrics.
 class Faults : public ::testing::Test {
  protected:
   void SetUp() override {
     cfg_ = scratch_.write("cfg.yaml", kConfig);
     straight_ = scratch_.dir() / "straight";
-    const Result r = train("--config " + cfg_ + " --out " + straight_.string());
+    const Result r = test::train("--config " + cfg_ + " --out " + straight_.string());
     ASSERT_EQ(r.rc, 0) << r.output;
   }
   // The run in `run` finished as the uninterrupted one did: final tensors bit for bit, metrics rows.
   void expect_like_uninterrupted(const fs::path& run) {
     const fs::path last = run / app::checkpoint_name(kFinalStep);
     ASSERT_TRUE(fs::exists(last));
-    EXPECT_TRUE(tensors_of(last) == tensors_of(straight_ / app::checkpoint_name(kFinalStep)))
-        << "the resumed run's final checkpoint differs from the uninterrupted run's";
-    EXPECT_EQ(metric_rows(run), metric_rows(straight_));
-    expect_no_temporaries(run);
+    test::expect_same_tensors(last, straight_ / app::checkpoint_name(kFinalStep));
+    EXPECT_EQ(test::metrics_rows_without_timing(run), test::metrics_rows_without_timing(straight_));
+    test::expect_no_temporaries(run);
   }
   test::Scratch scratch_;
   std::string cfg_;
@@ -128,17 +80,17 @@ TEST_F(Faults, TrainingDataReadFailingMidEpochStopsWithACheckpointThatResumes) {
     SCOPED_TRACE("workers: " + std::to_string(workers));
     const fs::path run = scratch_.dir() / ("run" + std::to_string(workers));
     const std::string set = " --set data.workers=" + std::to_string(workers);
-    const Result failed = train("--config " + cfg_ + " --out " + run.string() + set, fault);
+    const Result failed = train_with_fault("--config " + cfg_ + " --out " + run.string() + set, fault);
     EXPECT_EQ(failed.rc, 1) << failed.output;
     const fs::path checkpoint = run / app::checkpoint_name(bad_batch);
-    expect_in(failed.output,
-              {"error: step " + std::to_string(bad_batch + 1) + " (epoch 1) could not get its data: reading the training "
-               "data: DataLoader: batch " + std::to_string(bad_batch) + " of epoch 0 failed" +
-               (workers > 0 ? " in worker " : ": "),
-               "train-images-idx3-ubyte", "example " + std::to_string(kBadExample) + " could not be read (fault injected "
-               "by EMBER_FAULT_INJECT=" + fault + ")",
-               "Wrote " + checkpoint.string() + " (the last completed step, " + std::to_string(bad_batch) + ")",
-               "continue with: ember-train --resume " + run.string()});
+    test::expect_in(failed.output,
+                    {"error: step " + std::to_string(bad_batch + 1) + " (epoch 1) could not get its data: reading the "
+                     "training data: DataLoader: batch " + std::to_string(bad_batch) + " of epoch 0 failed" +
+                     (workers > 0 ? " in worker " : ": "),
+                     "train-images-idx3-ubyte", "example " + std::to_string(kBadExample) + " could not be read (fault "
+                     "injected by EMBER_FAULT_INJECT=" + fault + ")",
+                     "Wrote " + checkpoint.string() + " (the last completed step, " + std::to_string(bad_batch) + ")",
+                     "continue with: ember-train --resume " + run.string()});
     EXPECT_EQ(failed.output.find("epoch 1/2: train loss"), std::string::npos) << "the epoch went on:\n" << failed.output;
 
     // The checkpoint loads and resumes at the failed batch.
@@ -148,20 +100,20 @@ TEST_F(Faults, TrainingDataReadFailingMidEpochStopsWithACheckpointThatResumes) {
     EXPECT_EQ(c.get("epoch"), "0");
     EXPECT_EQ(c.get("loader").rfind("epoch=0 batch=" + std::to_string(bad_batch) + " ", 0), 0u) << c.get("loader");
     EXPECT_EQ(app::list_checkpoints(run).back().first, bad_batch);
-    expect_no_temporaries(run);
+    test::expect_no_temporaries(run);
 
     // Still unreadable: the resume stops at the same batch at once and names the same checkpoint.
-    const Result again = train("--resume " + run.string(), fault);
+    const Result again = train_with_fault("--resume " + run.string(), fault);
     EXPECT_EQ(again.rc, 1) << again.output;
-    expect_in(again.output, {"batch " + std::to_string(bad_batch) + " of epoch 0 failed",
-                             "The checkpoint of the last completed step (" + std::to_string(bad_batch) + ") is " +
-                             checkpoint.string()});
+    test::expect_in(again.output, {"batch " + std::to_string(bad_batch) + " of epoch 0 failed",
+                                   "The checkpoint of the last completed step (" + std::to_string(bad_batch) + ") is " +
+                                       checkpoint.string()});
     EXPECT_EQ(app::list_checkpoints(run).back().first, bad_batch);
 
     // Readable again: the run finishes as if nothing had happened.
-    const Result resumed = train("--resume " + run.string());
+    const Result resumed = test::train("--resume " + run.string());
     ASSERT_EQ(resumed.rc, 0) << resumed.output;
-    expect_in(resumed.output, {app::checkpoint_name(bad_batch) + " (epochs done: 0, step " + std::to_string(bad_batch) + ")"});
+    test::expect_in(resumed.output, {app::checkpoint_name(bad_batch) + " (epochs done: 0, step " + std::to_string(bad_batch) + ")"});
     expect_like_uninterrupted(run);
   }
 }
@@ -169,21 +121,21 @@ TEST_F(Faults, TrainingDataReadFailingMidEpochStopsWithACheckpointThatResumes) {
 TEST_F(Faults, TestDataReadFailingInTheEvaluationStopsWithACheckpointThatResumes) {
   // The evaluation after epoch 1 reads example 5 of the test split; no periodic checkpoint at step 30.
   const fs::path run = scratch_.dir() / "run";
-  const Result failed = train("--config " + cfg_ + " --out " + run.string() + " --set output.checkpoint_every_steps=7",
-                              "read:5@t10k-images");
+  const Result failed = train_with_fault("--config " + cfg_ + " --out " + run.string() +
+                                             " --set output.checkpoint_every_steps=7", "read:5@t10k-images");
   EXPECT_EQ(failed.rc, 1) << failed.output;
   const fs::path checkpoint = run / app::checkpoint_name(kStepsPerEpoch);
-  expect_in(failed.output, {"error: the evaluation after epoch 1 could not get its data: reading the test data: "
-                            "DataLoader: batch 0 of epoch 0 failed in worker ",
-                            "t10k-images-idx3-ubyte", "example 5 could not be read",
-                            "Wrote " + checkpoint.string() + " (the last completed step, 30)"});
+  test::expect_in(failed.output, {"error: the evaluation after epoch 1 could not get its data: reading the test data: "
+                                  "DataLoader: batch 0 of epoch 0 failed in worker ",
+                                  "t10k-images-idx3-ubyte", "example 5 could not be read",
+                                  "Wrote " + checkpoint.string() + " (the last completed step, 30)"});
   ASSERT_TRUE(fs::exists(checkpoint)) << failed.output;
   const Checkpoint c = Checkpoint::load(checkpoint.string());
   EXPECT_EQ(c.get("epoch"), "0");  // the epoch is not done: its evaluation, metrics row and schedule are not
   EXPECT_EQ(c.get("loader").rfind("epoch=0 batch=30 ", 0), 0u) << c.get("loader");
   EXPECT_TRUE(test::lines(test::read_text(run / "metrics.jsonl")).empty());
 
-  const Result resumed = train("--resume " + run.string());
+  const Result resumed = test::train("--resume " + run.string());
   ASSERT_EQ(resumed.rc, 0) << resumed.output;
   expect_like_uninterrupted(run);
 }
@@ -191,8 +143,8 @@ TEST_F(Faults, TestDataReadFailingInTheEvaluationStopsWithACheckpointThatResumes
 TEST(FaultInjection, AMalformedSettingIsAnErrorNotASilentNoOp) {
   test::Scratch s;
   const std::string cfg = s.write("cfg.yaml", kConfig);
-  const Result r = train("--config " + cfg + " --out " + (s.dir() / "run").string(), "read:x");
+  const Result r = train_with_fault("--config " + cfg + " --out " + (s.dir() / "run").string(), "read:x");
   EXPECT_EQ(r.rc, 1) << r.output;
-  expect_in(r.output, {"EMBER_FAULT_INJECT='read:x' is not a fault to inject; expected read:K or read:K@TEXT"});
+  test::expect_in(r.output, {"EMBER_FAULT_INJECT='read:x' is not a fault to inject; expected read:K or read:K@TEXT"});
   EXPECT_EQ(r.output.find("training on"), std::string::npos) << r.output;
 }

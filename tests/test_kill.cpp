@@ -5,7 +5,6 @@
 // end the last checkpoint's tensors equal an uninterrupted run's bit for bit, the metrics rows equal its
 // rows, and no temporary file is left. A watchdog bounds every child and the whole test.
 #include <gtest/gtest.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/inotify.h>
 #include <sys/wait.h>
@@ -30,27 +29,10 @@ using clock_type = std::chrono::steady_clock;
 namespace {
 
 // 600 examples in batches of 20: 30 steps per epoch, 90 steps. A checkpoint every 2 steps (keep 3), so a
-// large share of the run is spent writing checkpoints. Dropout, a per-step cosine schedule and two loader
-// workers make an exact resume depend on every part of the checkpoint (weights, Adam moments, scheduler,
-// generators, the loader's position, the epoch's running sums).
-const std::string kConfig = R"(epochs: 3
-seed: 11
-data:
-  batch_size: 20
-  workers: 2
-  limit: 600
-  test_limit: 200
-  transforms: [{type: normalize, mean: [0.286], std: [0.353]}]
-model:
-  - {type: flatten}
-  - {type: linear, out_features: 32}
-  - {type: relu}
-  - {type: dropout, p: 0.2}
-  - {type: linear, out_features: 10}
-optimizer: {type: adamw, lr: 0.003}
-scheduler: {type: cosine, interval: step}
-output: {checkpoint_every_steps: 2, keep_last: 3, log_every_steps: 10}
-)";
+// large share of the run is spent writing checkpoints. An exact resume depends on every part of the
+// checkpoint (weights, AdamW moments, scheduler, generators, the loader's position, the epoch's sums).
+const std::string kConfig =
+    test::yaml({.epochs = 3, .seed = 11, .output = "{checkpoint_every_steps: 2, keep_last: 3, log_every_steps: 10}"});
 constexpr int64_t kFinalStep = 90;
 constexpr int kMinKills = 24;
 constexpr int kMaxKills = 48;  // then the run may finish: on a loaded machine few delays outlast the startup
@@ -58,40 +40,6 @@ constexpr int kMinKillsInWrites = 4;   // kills that left a checkpoint's tempora
 constexpr double kWatchdogSeconds = 240;
 
 double seconds_since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
-
-// ember-train with `args`, its output into `log`.
-pid_t start_train(const std::vector<std::string>& args, const fs::path& log) {
-  // NOTE: everything is allocated before fork: the child of a threaded process may only make
-  // async-signal-safe calls until it execs.
-  std::vector<char*> argv{const_cast<char*>(EMBER_TRAIN_APP)};
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  const std::string log_path = log.string();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    ::execv(EMBER_TRAIN_APP, argv.data());
-    ::_exit(127);
-  }
-  return pid;
-}
-
-// The exit status (128 + signal when killed) once `pid` ends, or -1 when `deadline` passes first (then
-// the child is killed and reaped).
-int wait_until(pid_t pid, clock_type::time_point deadline) {
-  int status = 0;
-  while (::waitpid(pid, &status, WNOHANG) == 0) {
-    if (clock_type::now() > deadline) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
 
 // Whether `pid` has ended (without reaping it).
 bool has_exited(pid_t pid) {
@@ -138,38 +86,14 @@ std::string unloadable_checkpoints(const fs::path& dir) {
   return out;
 }
 
-// The checkpoint's tensors as (name, dtype, raw bytes).
-std::vector<std::tuple<std::string, std::string, std::string>> tensors_of(const fs::path& checkpoint) {
-  std::vector<std::tuple<std::string, std::string, std::string>> out;
-  for (const auto& [name, t] : safetensors::load(checkpoint.string()).tensors) {
-    const Tensor c = t.contiguous();
-    out.emplace_back(name, std::string(dtype_name(c.dtype())),
-                     std::string(static_cast<const char*>(c.data_ptr()), static_cast<size_t>(c.numel()) * c.element_size()));
-  }
-  return out;
-}
-
-std::vector<std::string> metric_rows(const fs::path& run) {
-  std::vector<std::string> out;
-  for (const auto& line : test::lines(test::read_text(run / "metrics.jsonl"))) out.push_back(test::without_timing(line));
-  return out;
-}
-
-
 // Compares the finished run in `run` with the uninterrupted one in `straight`: the last checkpoint's tensors
 // bit for bit, the metrics rows, no temporary file left, every checkpoint loads, keep_last held.
 void expect_equal_runs(const fs::path& run, const fs::path& straight) {
   const fs::path last = run / app::checkpoint_name(kFinalStep);
   ASSERT_TRUE(fs::exists(last));
-  const auto expected = tensors_of(straight / app::checkpoint_name(kFinalStep)), got = tensors_of(last);
-  ASSERT_EQ(got.size(), expected.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    EXPECT_EQ(std::get<0>(got[i]), std::get<0>(expected[i]));
-    EXPECT_EQ(std::get<1>(got[i]), std::get<1>(expected[i])) << std::get<0>(got[i]);
-    EXPECT_TRUE(std::get<2>(got[i]) == std::get<2>(expected[i])) << std::get<0>(got[i]) << " differs from the uninterrupted run's";
-  }
-  EXPECT_EQ(metric_rows(run), metric_rows(straight));
-  EXPECT_FALSE(has_file_with(run, ".tmp")) << "a temporary file is left in " << run;
+  test::expect_same_tensors(last, straight / app::checkpoint_name(kFinalStep));
+  EXPECT_EQ(test::metrics_rows_without_timing(run), test::metrics_rows_without_timing(straight));
+  test::expect_no_temporaries(run);
   EXPECT_TRUE(unloadable_checkpoints(run).empty());
   EXPECT_LE(app::list_checkpoints(run).size(), 3u);  // keep_last survives the kills
 }
@@ -185,10 +109,12 @@ TEST(Kill, SigkillAtRandomMomentsThenResumeEqualsAnUninterruptedRun) {
 
   // The startup (a --dry-run builds everything a run does before its first step) and the reference run,
   // uninterrupted: their durations scale the kill delays to this machine's speed.
-  ASSERT_EQ(wait_until(start_train({"--config", cfg, "--dry-run"}, log), watchdog), 0) << test::read_text(log);
+  ASSERT_EQ(test::wait_until(test::start_train({"--config", cfg, "--dry-run"}, log), watchdog), 0)
+      << test::read_text(log);
   const double startup_seconds = seconds_since(started);
   const auto reference_started = clock_type::now();
-  ASSERT_EQ(wait_until(start_train({"--config", cfg, "--out", straight.string()}, log), watchdog), 0) << test::read_text(log);
+  ASSERT_EQ(test::wait_until(test::start_train({"--config", cfg, "--out", straight.string()}, log), watchdog), 0)
+      << test::read_text(log);
   const double run_seconds = seconds_since(reference_started);
 
   const int inotify_fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
@@ -213,7 +139,7 @@ TEST(Kill, SigkillAtRandomMomentsThenResumeEqualsAnUninterruptedRun) {
     }
     fs::create_directories(killed);
     const int watch = ::inotify_add_watch(inotify_fd, killed.c_str(), IN_CREATE);
-    const pid_t pid = start_train(args, log);
+    const pid_t pid = test::start_train(args, log);
     bool kill_now = false;
     if (kills >= kMaxKills) {
       // Let it finish.
@@ -226,7 +152,7 @@ TEST(Kill, SigkillAtRandomMomentsThenResumeEqualsAnUninterruptedRun) {
       kill_now = !has_exited(pid);
     }
     if (kill_now) ::kill(pid, SIGKILL);
-    const int rc = wait_until(pid, watchdog);
+    const int rc = test::wait_until(pid, watchdog);
     ::inotify_rm_watch(inotify_fd, watch);
     char drain[4096];
     while (::read(inotify_fd, drain, sizeof drain) > 0) {

@@ -1,5 +1,5 @@
 // safetensors: round trips, a file written by PyTorch (tests/data, made by tools/make_safetensors_golden.py),
-// atomic writes, and every validation error of the reader.
+// atomic writes (core/atomic_file.h), and every validation error of the reader.
 #include <gtest/gtest.h>
 
 #include <ember/ember.h>
@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 
+#include "core/atomic_file.h"
 #include "core/safetensors.h"
 
 using namespace ember;
@@ -125,6 +126,39 @@ TEST(SafeTensors, FailedWriteLeavesThePreviousFileIntact) {
     EXPECT_EQ(entry.path().string().find(".tmp."), std::string::npos) << entry.path();
   EXPECT_EQ(read_bytes(path), before);
   fs::remove_all(dir);
+}
+
+// core/atomic_file.h, which every file Ember replaces goes through (safetensors, config.yaml, metrics).
+TEST(AtomicFile, WritesThePiecesInOrderAndReplacesTheFile) {
+  const fs::path dir = temp_dir();
+  const std::string path = (dir / "notes.txt").string();
+  write_file_atomic(path, {"ab", "", "cd"});
+  EXPECT_EQ(read_bytes(path), "abcd");
+  write_file_atomic(path, std::string("x"));
+  EXPECT_EQ(read_bytes(path), "x");
+  for (const auto& entry : fs::directory_iterator(dir))
+    EXPECT_EQ(entry.path().string().find(".tmp"), std::string::npos) << entry.path();
+  // A directory that does not exist: the message names the temporary file and what to check.
+  const std::string missing = (dir / "nope" / "y.txt").string();
+  try {
+    write_file_atomic(missing, std::string("y"));
+    ADD_FAILURE() << "wrote into a missing directory";
+  } catch (const Error& e) {
+    const std::string expected = "cannot create '" + atomic_temporary_path(missing) + "': No such file or directory";
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("check that the directory exists"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
+TEST(AtomicFile, TemporaryNamesCarryTheWritersPid) {
+  const std::string tmp = atomic_temporary_path("run/metrics.csv");
+  EXPECT_EQ(tmp, "run/metrics.csv.tmp." + std::to_string(::getpid()));
+  EXPECT_EQ(atomic_temporary_owner(fs::path(tmp).filename().string()), ::getpid());
+  EXPECT_EQ(atomic_temporary_owner("checkpoint-00000020.safetensors.tmp.4242"), 4242);
+  EXPECT_EQ(atomic_temporary_owner("config.yaml.tmp4242"), 4242);  // the naming of earlier versions
+  for (const char* other : {"metrics.csv", "notes.tmp", "x.tmp.", "x.tmp.12a", "x.tmp.-3", ".tmp.42", "x.tmp.0"})
+    EXPECT_EQ(atomic_temporary_owner(other), std::nullopt) << other;
 }
 
 TEST(SafeTensors, CannotOpenNamesThePath) {

@@ -1,11 +1,15 @@
 // ember-train end to end, as a subprocess on a subset of Fashion-MNIST: the loss falls; a resumed run
 // (from a mid-epoch checkpoint, with the newest checkpoint corrupt) equals an uninterrupted one in metrics
 // and weights; SIGINT/SIGTERM write a checkpoint that resumes; a NaN loss stops with advice (or is
-// skipped); every optimizer and scheduler trains; ember-eval and ember-devices report.
+// skipped); metrics.jsonl stays JSON with NaN and Infinity values; every optimizer and scheduler trains;
+// ember-eval and ember-devices report.
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <chrono>
+#include <cmath>
+#include <limits>
+#include <optional>
 #include <thread>
 
 #include <ember/ember.h>
@@ -19,40 +23,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// 1000 training examples in batches of 50: 20 steps per epoch. Dropout, a per-step cosine schedule and
-// two loader workers make exact resume non-trivial.
-const std::string kConfig = R"(epochs: 3
-seed: 7
-data:
-  batch_size: 50
-  workers: 2
-  limit: 1000
-  test_limit: 500
-  transforms: [{type: normalize, mean: [0.286], std: [0.353]}]
-model:
-  - {type: flatten}
-  - {type: linear, out_features: 64}
-  - {type: relu}
-  - {type: dropout, p: 0.2}
-  - {type: linear, out_features: 10}
-optimizer: {type: adamw, lr: 0.003}
-scheduler: {type: cosine, interval: step}
-output: {checkpoint_every_steps: 7, keep_last: 100, log_every_steps: 5}
-)";
+// 1000 training examples in batches of 50 (two workers): 20 steps per epoch, with dropout and a per-step
+// cosine schedule.
+const std::string kConfig =
+    test::yaml({.epochs = 3, .seed = 7, .batch_size = 50, .limit = 1000, .test_limit = 500, .hidden = 64,
+                .output = "{checkpoint_every_steps: 7, keep_last: 100, log_every_steps: 5}"});
 
-Result train(const std::string& args) { return test::run(std::string(EMBER_TRAIN_APP) + " " + args); }
-
-std::vector<std::string> metric_rows(const fs::path& run) {
-  std::vector<std::string> out;
-  for (const auto& line : test::lines(test::read_text(run / "metrics.jsonl"))) out.push_back(test::without_timing(line));
-  return out;
-}
-
-std::vector<std::vector<float>> weights(const fs::path& checkpoint) {
-  std::vector<std::vector<float>> out;
-  for (const auto& [name, t] : Checkpoint::load(checkpoint.string()).take("model.")) out.push_back(t.to_vector<float>());
-  return out;
-}
+using test::metrics_rows;
+using test::metrics_rows_without_timing;
+using test::train;
 
 }  // namespace
 
@@ -64,13 +43,12 @@ TEST(Train, ShortRunLossFallsAndWritesItsFiles) {
   ASSERT_EQ(r.rc, 0) << r.output;
   EXPECT_NE(r.output.find("epoch 12/12: train loss"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("epoch 1/12 step 5/20 (total 5): loss"), std::string::npos) << r.output;  // plain lines
-  const auto rows = test::lines(test::read_text(run / "metrics.jsonl"));
+  const auto rows = metrics_rows(run);
   ASSERT_EQ(rows.size(), 12u);  // 240 steps
-  const double first = std::stod(test::json_field(rows.front(), "train_loss"));
-  const double last = std::stod(test::json_field(rows.back(), "train_loss"));
+  const double first = test::metric(rows.front(), "train_loss"), last = test::metric(rows.back(), "train_loss");
   EXPECT_LT(last, 0.6 * first) << "the loss did not fall: " << first << " -> " << last;
-  EXPECT_GT(std::stod(test::json_field(rows.back(), "test_accuracy")), 0.7);
-  EXPECT_EQ(test::json_field(rows.back(), "step"), "240");
+  EXPECT_GT(test::metric(rows.back(), "test_accuracy"), 0.7);
+  EXPECT_EQ(rows.back().at("step").get<int64_t>(), 240);
   const auto csv = test::lines(test::read_text(run / "metrics.csv"));
   ASSERT_EQ(csv.size(), 13u);
   EXPECT_EQ(csv[0], "epoch,step,lr,train_loss,train_accuracy,test_loss,test_accuracy,samples_per_sec,seconds");
@@ -102,7 +80,7 @@ TEST(Train, ResumeEqualsAnUninterruptedRun) {
   const fs::path straight = s.dir() / "straight";
   const Result r = train("--config " + cfg + " --out " + straight.string());
   ASSERT_EQ(r.rc, 0) << r.output;
-  ASSERT_EQ(metric_rows(straight).size(), 3u);
+  ASSERT_EQ(metrics_rows(straight).size(), 3u);
 
   // Died after step 28 (mid epoch 2), with the newest checkpoint (28) corrupt: the resume must report it
   // and start from step 21.
@@ -113,8 +91,8 @@ TEST(Train, ResumeEqualsAnUninterruptedRun) {
   ASSERT_EQ(again.rc, 0) << again.output;
   EXPECT_NE(again.output.find("checkpoint-00000028.safetensors is unusable"), std::string::npos) << again.output;
   EXPECT_NE(again.output.find("checkpoint-00000021.safetensors (epochs done: 1, step 21)"), std::string::npos) << again.output;
-  EXPECT_EQ(metric_rows(resumed), metric_rows(straight));
-  EXPECT_EQ(weights(resumed / "checkpoint-00000060.safetensors"), weights(straight / "checkpoint-00000060.safetensors"));
+  EXPECT_EQ(metrics_rows_without_timing(resumed), metrics_rows_without_timing(straight));
+  test::expect_same_tensors(resumed / app::checkpoint_name(60), straight / app::checkpoint_name(60), "model.");
 
   // A config that changes the trajectory is refused.
   fs::remove(resumed / "checkpoint-00000060.safetensors");
@@ -135,36 +113,31 @@ TEST(Train, ResumeFromTheLastStepOfAnEpoch) {
   const Result again = train("--resume " + resumed.string());
   ASSERT_EQ(again.rc, 0) << again.output;
   EXPECT_NE(again.output.find("checkpoint-00000040.safetensors (epochs done: 1, step 40)"), std::string::npos) << again.output;
-  EXPECT_EQ(metric_rows(resumed), metric_rows(straight));
-  EXPECT_EQ(weights(resumed / "checkpoint-00000060.safetensors"), weights(straight / "checkpoint-00000060.safetensors"));
+  EXPECT_EQ(metrics_rows_without_timing(resumed), metrics_rows_without_timing(straight));
+  test::expect_same_tensors(resumed / app::checkpoint_name(60), straight / app::checkpoint_name(60), "model.");
 }
 
-// Starts a 100-epoch run into `run`, sends `sig` once its first epoch's metrics row exists, and returns
-// the exit status and the output. No periodic checkpoints: any checkpoint is the signal's.
-static std::pair<int, std::string> train_and_signal(const std::string& cfg, const fs::path& run, const fs::path& log, int sig) {
-  const std::string args = " --set epochs=100 output.checkpoint_every_steps=0 output.checkpoint_every_epochs=0";
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const std::string cmd = std::string("exec ") + EMBER_TRAIN_APP + " --config " + cfg + " --out " + run.string() + args +
-                            " > " + log.string() + " 2>&1";
-    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
+// Starts a 100-epoch run into `s`/run and sends it `sig` once its first epoch's metrics row exists; it
+// must stop with exit code 128 + sig, saying `message`. No periodic checkpoints: any checkpoint is the
+// signal's. Returns the run directory and the output.
+static std::pair<fs::path, std::string> run_until_signal(const test::Scratch& s, int sig, const std::string& message) {
+  const fs::path run = s.dir() / "run", log = s.dir() / "log.txt";
+  const pid_t pid = test::start_train({"--config", s.write("cfg.yaml", kConfig), "--out", run.string(), "--set",
+                                       "epochs=100", "output.checkpoint_every_steps=0", "output.checkpoint_every_epochs=0"},
+                                      log);
   for (int i = 0; i < 3000 && test::lines(test::read_text(run / "metrics.jsonl")).empty(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   ::kill(pid, sig);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), test::read_text(log)};
+  const int rc = test::wait_until(pid, std::chrono::steady_clock::now() + std::chrono::seconds(test::kTrainWatchdogSeconds));
+  const std::string output = test::read_text(log);
+  EXPECT_EQ(rc, 128 + sig) << output;
+  EXPECT_NE(output.find(message), std::string::npos) << output;
+  return {run, output};
 }
 
 TEST(Train, SigintWritesACheckpointThatResumes) {
   test::Scratch s;
-  const std::string cfg = s.write("cfg.yaml", kConfig);
-  const fs::path run = s.dir() / "run";
-  const auto [rc, output] = train_and_signal(cfg, run, s.dir() / "log.txt", SIGINT);
-  EXPECT_EQ(rc, 130) << output;
-  EXPECT_NE(output.find("interrupted (SIGINT) at step"), std::string::npos) << output;
+  const auto [run, output] = run_until_signal(s, SIGINT, "interrupted (SIGINT) at step");
   std::vector<std::string> problems;
   const auto ckpt = app::newest_valid_checkpoint(run, problems);
   ASSERT_TRUE(ckpt.has_value()) << output;
@@ -174,34 +147,81 @@ TEST(Train, SigintWritesACheckpointThatResumes) {
 
   const Result resumed = train("--resume " + run.string());
   ASSERT_EQ(resumed.rc, 0) << resumed.output;
-  const auto rows = test::lines(test::read_text(run / "metrics.jsonl"));
+  const auto rows = metrics_rows(run);
   ASSERT_EQ(rows.size(), 100u);
-  for (size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(test::json_field(rows[i], "epoch"), std::to_string(i + 1));
+  for (size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(rows[i].at("epoch").get<size_t>(), i + 1);
 }
 
 TEST(Train, SigtermWritesACheckpoint) {
   test::Scratch s;
-  const std::string cfg = s.write("cfg.yaml", kConfig);
-  const fs::path run = s.dir() / "run";
-  const auto [rc, output] = train_and_signal(cfg, run, s.dir() / "log.txt", SIGTERM);
-  EXPECT_EQ(rc, 143) << output;
-  EXPECT_NE(output.find("terminated (SIGTERM) at step"), std::string::npos) << output;
+  const auto [run, output] = run_until_signal(s, SIGTERM, "terminated (SIGTERM) at step");
   EXPECT_EQ(app::list_checkpoints(run).size(), 1u) << output;
 }
 
 TEST(Train, NonFiniteLossStopsWithAdviceOrIsSkipped) {
   test::Scratch s;
   const std::string cfg = s.write("cfg.yaml", kConfig);
-  const Result stop = test::run(std::string(EMBER_TRAIN_APP) + " --config " + cfg + " --out " + (s.dir() / "b").string() +
-                                " --set 'optimizer={type: sgd, lr: 1e30}' scheduler.type=none output.checkpoint_every_steps=1");
+  const Result stop = train("--config " + cfg + " --out " + (s.dir() / "b").string() +
+                            " --set 'optimizer={type: sgd, lr: 1e30}' scheduler.type=none output.checkpoint_every_steps=1");
   EXPECT_EQ(stop.rc, 1) << stop.output;
-  for (const char* piece : {"the loss is", "The last good checkpoint is", "checkpoint-0000000", "lower optimizer.lr",
-                            "clip_grad_norm", "skip_nonfinite: true"})
-    EXPECT_NE(stop.output.find(piece), std::string::npos) << piece << " missing in\n" << stop.output;
-  const Result skip = test::run(std::string(EMBER_TRAIN_APP) + " --config " + cfg + " --out " + (s.dir() / "c").string() +
-                                " --set 'optimizer={type: sgd, lr: 1e30}' scheduler.type=none skip_nonfinite=true epochs=1");
+  test::expect_in(stop.output, {"the loss is", "The last good checkpoint is", "checkpoint-0000000", "lower optimizer.lr",
+                                "clip_grad_norm", "skip_nonfinite: true"});
+  const Result skip = train("--config " + cfg + " --out " + (s.dir() / "c").string() +
+                            " --set 'optimizer={type: sgd, lr: 1e30}' scheduler.type=none skip_nonfinite=true epochs=1");
   EXPECT_EQ(skip.rc, 0) << skip.output;
   EXPECT_NE(skip.output.find("skipped (non-finite loss)"), std::string::npos) << skip.output;
+  // The weights are ~1e30 by then: the evaluation's loss is not finite, and metrics.jsonl must still be
+  // JSON (metrics_rows parses every line), with metrics.csv spelling the value the same way.
+  const auto rows = metrics_rows(s.dir() / "c");
+  ASSERT_EQ(rows.size(), 1u);
+  ASSERT_TRUE(rows[0].at("test_loss").is_string()) << rows[0].dump();
+  EXPECT_FALSE(std::isfinite(test::metric(rows[0], "test_loss"))) << rows[0].dump();
+  const auto csv = test::lines(test::read_text(s.dir() / "c" / "metrics.csv"));
+  ASSERT_EQ(csv.size(), 2u);
+  std::string field = ",";  // (in steps: one "," + s + "," draws a false GCC 12 -Wrestrict warning)
+  field += rows[0].at("test_loss").get<std::string>();
+  field += ",";
+  EXPECT_NE(csv[1].find(field), std::string::npos) << csv[1];
+}
+
+// metrics.jsonl is JSON on every line whatever the values: a non-finite metric is the string "NaN",
+// "Infinity" or "-Infinity" (JSON has no such numbers), a missing evaluation null, a finite value a number
+// that reads back exactly. metrics.csv spells them the same way and leaves a missing one empty. A writer
+// opened for a resume after epoch 1 drops the later rows and keeps the first as it was.
+TEST(Train, MetricsFilesAreValidJsonWithNaNAndInfinity) {
+  test::Scratch s;
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  {
+    app::MetricsWriter metrics(s.dir(), std::nullopt);
+    metrics.append({.epoch = 1, .step = 10, .lr = 0.1, .train_loss = nan, .train_accuracy = 0.25, .test_loss = inf,
+                    .test_accuracy = 0.5, .samples_per_sec = 100, .seconds = 1.5});
+    metrics.append({.epoch = 2, .step = 20, .lr = 1e-4, .train_loss = -inf, .train_accuracy = -nan,
+                    .test_loss = std::nullopt, .test_accuracy = std::nullopt, .samples_per_sec = 0, .seconds = 3});
+  }
+  const auto jsonl = test::lines(test::read_text(s.dir() / "metrics.jsonl"));
+  ASSERT_EQ(jsonl.size(), 2u);
+  for (const std::string& line : jsonl) EXPECT_TRUE(nlohmann::json::accept(line)) << line;
+  const auto rows = test::metrics_rows(s.dir());
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].at("epoch").get<int64_t>(), 1);
+  EXPECT_EQ(rows[0].at("train_loss").dump(), "\"NaN\"");
+  EXPECT_EQ(rows[0].at("test_loss").dump(), "\"Infinity\"");
+  EXPECT_EQ(rows[1].at("train_loss").dump(), "\"-Infinity\"");
+  EXPECT_EQ(rows[1].at("train_accuracy").dump(), "\"NaN\"");  // a negative NaN too
+  EXPECT_TRUE(rows[1].at("test_loss").is_null());
+  EXPECT_TRUE(rows[0].at("lr").is_number());
+  EXPECT_TRUE(std::isnan(test::metric(rows[0], "train_loss")));
+  EXPECT_EQ(test::metric(rows[0], "test_loss"), inf);
+  EXPECT_EQ(test::metric(rows[1], "train_loss"), -inf);
+  EXPECT_EQ(test::metric(rows[1], "lr"), 1e-4);
+  EXPECT_EQ(test::metric(rows[0], "seconds"), 1.5);
+  const auto csv = test::lines(test::read_text(s.dir() / "metrics.csv"));
+  EXPECT_EQ(csv, (std::vector<std::string>{"epoch,step,lr,train_loss,train_accuracy,test_loss,test_accuracy,samples_per_sec,seconds",
+                                           "1,10,0.1,NaN,0.25,Infinity,0.5,100,1.5", "2,20,1e-04,-Infinity,NaN,,,0,3"}));
+
+  { app::MetricsWriter resumed(s.dir(), 1); }
+  EXPECT_EQ(test::lines(test::read_text(s.dir() / "metrics.jsonl")), std::vector<std::string>{jsonl[0]});
+  EXPECT_EQ(test::lines(test::read_text(s.dir() / "metrics.csv")), (std::vector<std::string>{csv[0], csv[1]}));
 }
 
 TEST(Train, EvalAndDevicesReport) {
@@ -209,23 +229,21 @@ TEST(Train, EvalAndDevicesReport) {
   const std::string cfg = s.write("cfg.yaml", kConfig);
   const fs::path run = s.dir() / "run";
   ASSERT_EQ(train("--config " + cfg + " --out " + run.string() + " --set epochs=1").rc, 0);
-  const auto rows = test::lines(test::read_text(run / "metrics.jsonl"));
+  const auto rows = metrics_rows(run);
   ASSERT_EQ(rows.size(), 1u);
   const Result eval = test::run(std::string(EMBER_EVAL_APP) + " --config " + cfg + " --checkpoint " +
                                 (run / "checkpoint-00000020.safetensors").string() + " --device cpu");
   ASSERT_EQ(eval.rc, 0) << eval.output;
   char expected[64];
-  std::snprintf(expected, sizeof expected, "test accuracy %.2f%%", 100 * std::stod(test::json_field(rows[0], "test_accuracy")));
+  std::snprintf(expected, sizeof expected, "test accuracy %.2f%%", 100 * test::metric(rows[0], "test_accuracy"));
   EXPECT_NE(eval.output.find(expected), std::string::npos) << expected << " missing in\n" << eval.output;
-  for (const char* piece : {"examples 500", "per-class accuracy", "Ankle boot", "confusion matrix"})
-    EXPECT_NE(eval.output.find(piece), std::string::npos) << piece;
+  test::expect_in(eval.output, {"examples 500", "per-class accuracy", "Ankle boot", "confusion matrix"});
   const Result missing = test::run(std::string(EMBER_EVAL_APP) + " --config " + cfg + " --checkpoint /nonexistent");
   EXPECT_EQ(missing.rc, 2) << missing.output;
 
   const Result devices = test::run(EMBER_DEVICES_APP);
   EXPECT_EQ(devices.rc, 0) << devices.output;
-  for (const char* piece : {"cpu: ", "threads", "cuda: this build", "--device cuda: ", "default device (--device auto): "})
-    EXPECT_NE(devices.output.find(piece), std::string::npos) << piece << " missing in\n" << devices.output;
+  test::expect_in(devices.output, {"cpu: ", "threads", "cuda: this build", "--device cuda: ", "default device (--device auto): "});
   if (!cuda::is_available()) {
     EXPECT_NE(devices.output.find(cuda::unavailable_reason()), std::string::npos);
   }
@@ -237,18 +255,19 @@ TEST(Train, EveryOptimizerAndSchedulerRuns) {
   test::Scratch s;
   const std::string cfg = s.write("cfg.yaml", kConfig);
   struct Case {
-    std::string sets, lr_epoch1, lr_epoch2;
+    std::string sets;
+    std::optional<double> lr_epoch1, lr_epoch2;  // exactly (the metrics hold the double that was used)
   };
   const std::vector<Case> cases = {
       {"optimizer={type: sgd, lr: 0.1, momentum: 0.9, nesterov: true} scheduler={type: step, step_size: 1, gamma: 0.5}",
-       "0.1", "0.05"},
+       0.1, 0.05},
       {"optimizer={type: rmsprop, lr: 0.001, centered: true} scheduler={type: multistep, milestones: [1], gamma: 0.1}",
-       "0.001", "1e-04"},
-      {"optimizer={type: adam, lr: 0.001, amsgrad: true} scheduler={type: exponential, gamma: 0.5}", "0.001", "5e-04"},
+       0.001, 1e-04},
+      {"optimizer={type: adam, lr: 0.001, amsgrad: true} scheduler={type: exponential, gamma: 0.5}", 0.001, 5e-04},
       {"optimizer={type: adamw, lr: 0.001, clip_grad_norm: 1} scheduler={type: plateau, patience: 0, factor: 0.5}",
-       "0.001", ""},
-      {"optimizer={type: adam, lr: 0.01} scheduler={type: onecycle, pct_start: 0.25}", "", ""},
-      {"optimizer={type: sgd, lr: 0.1} scheduler={type: cosine, interval: step, warmup_steps: 10}", "", "0"},
+       0.001, std::nullopt},
+      {"optimizer={type: adam, lr: 0.01} scheduler={type: onecycle, pct_start: 0.25}", std::nullopt, std::nullopt},
+      {"optimizer={type: sgd, lr: 0.1} scheduler={type: cosine, interval: step, warmup_steps: 10}", std::nullopt, 0.0},
   };
   int i = 0;
   for (const Case& c : cases) {
@@ -265,13 +284,13 @@ TEST(Train, EveryOptimizerAndSchedulerRuns) {
                              return quoted;
                            }());
     ASSERT_EQ(r.rc, 0) << c.sets << "\n" << r.output;
-    const auto rows = test::lines(test::read_text(run / "metrics.jsonl"));
+    const auto rows = metrics_rows(run);
     ASSERT_EQ(rows.size(), 2u) << c.sets;
-    if (!c.lr_epoch1.empty()) {
-      EXPECT_EQ(test::json_field(rows[0], "lr"), c.lr_epoch1) << c.sets;
+    if (c.lr_epoch1) {
+      EXPECT_EQ(test::metric(rows[0], "lr"), *c.lr_epoch1) << c.sets;
     }
-    if (!c.lr_epoch2.empty()) {
-      EXPECT_EQ(test::json_field(rows[1], "lr"), c.lr_epoch2) << c.sets;
+    if (c.lr_epoch2) {
+      EXPECT_EQ(test::metric(rows[1], "lr"), *c.lr_epoch2) << c.sets;
     }
   }
 }

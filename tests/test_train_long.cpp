@@ -12,10 +12,10 @@ double final_test_accuracy(const std::string& config) {
   const ember::test::Result r = ember::test::run(std::string(EMBER_TRAIN_APP) + " --config " EMBER_TEST_DATA_DIR
                                                  "/../../configs/" + config + " --device cpu --out " + run);
   EXPECT_EQ(r.rc, 0) << r.output;
-  const auto rows = ember::test::lines(ember::test::read_text(s.dir() / "run" / "metrics.jsonl"));
+  const auto rows = ember::test::metrics_rows(s.dir() / "run");
   if (rows.empty()) return 0;
-  std::printf("%s: %s\n", config.c_str(), ember::test::without_timing(rows.back()).c_str());
-  return std::stod(ember::test::json_field(rows.back(), "test_accuracy"));
+  std::printf("%s: %s\n", config.c_str(), rows.back().dump().c_str());
+  return ember::test::metric(rows.back(), "test_accuracy");
 }
 
 }  // namespace

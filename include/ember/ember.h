@@ -5,6 +5,7 @@
 #include "autograd/node.h"
 #include "autograd/ops.h"
 #include "backends/cuda_info.h"
+#include "core/atomic_file.h"
 #include "core/checkpoint.h"
 #include "core/safetensors.h"
 #include "core/tensor.h"
