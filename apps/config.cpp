@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "backends/format.h"
 #include "data/idx.h"
 
 namespace ember::app {
@@ -244,7 +245,7 @@ void emit_model(YAML::Emitter& out, const TrainConfig& c) {
       std::visit(
           [&](const auto& v) {
             using V = std::decay_t<decltype(v)>;
-            if constexpr (std::is_same_v<V, double>) out << schema::number_text(v);
+            if constexpr (std::is_same_v<V, double>) out << format_shortest(v);
             else if constexpr (std::is_same_v<V, std::vector<int64_t>>) schema::emit_value(out, Kind::integers, v);
             else out << v;
           },

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "apps/config.h"
+#include "backends/format.h"
 
 namespace ember::app {
 namespace schema {
@@ -88,12 +89,6 @@ std::string Key::section() const {
 
 std::string Key::leaf() const { return path.substr(path.rfind('.') + 1); }
 
-std::string number_text(double v) {
-  char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
-}
-
 bool in_range(double v, const std::string& range) {
   if (range.empty()) return true;
   const std::string text = split_range(range).first;
@@ -154,10 +149,10 @@ void emit_value(YAML::Emitter& out, Kind kind, const Value& value) {
   switch (kind) {
     case Kind::boolean: out << std::get<bool>(value); break;
     case Kind::integer: out << std::get<int64_t>(value); break;
-    case Kind::number: out << number_text(std::get<double>(value)); break;
+    case Kind::number: out << format_shortest(std::get<double>(value)); break;
     case Kind::numbers:
       out << YAML::Flow << YAML::BeginSeq;
-      for (double v : std::get<std::vector<double>>(value)) out << number_text(v);
+      for (double v : std::get<std::vector<double>>(value)) out << format_shortest(v);
       out << YAML::EndSeq;
       break;
     case Kind::integers:

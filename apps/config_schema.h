@@ -71,8 +71,6 @@ std::pair<std::string, std::string> split_range(const std::string& range);
 Value read_value(Section& section, const Key& key, const std::optional<Value>& fallback);
 // Writes a value as the resolved config does: numbers in their shortest round-tripping form, lists in flow style.
 void emit_value(YAML::Emitter& out, Kind kind, const Value& value);
-// The shortest text that reads back to the same double.
-std::string number_text(double v);
 
 template <typename S>
 struct Field : Key {

@@ -7,6 +7,7 @@
 
 #include "backends/cuda_info.h"
 #include "backends/error.h"
+#include "backends/format.h"
 
 namespace ember::cuda {
 
@@ -195,7 +196,7 @@ void CudaBackend::copy_bytes_host(void* device_ptr, void* host_ptr, size_t bytes
 std::string CudaBackend::describe() {
   const GpuInfo g = gpu_info(0);
   return g.name + " (sm_" + std::to_string(g.compute_major) + std::to_string(g.compute_minor) + ", " +
-         std::to_string(g.total_memory >> 20) + " MiB, " + std::to_string(g.multiprocessors) + " SMs), " +
+         format_mib(static_cast<double>(g.total_memory), 0) + ", " + std::to_string(g.multiprocessors) + " SMs), " +
          std::to_string(device_count()) + " GPU(s); " + versions();
 }
 
