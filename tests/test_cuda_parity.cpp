@@ -232,6 +232,21 @@ const std::vector<NnCase>& nn_table() {
     {"cross_entropy_smoothing_ignore_none", {N({6, 5})}, [](V x) { return Outs{F::cross_entropy(x[0], labels(x, {0, 3, 4, 3, 1, 2}), xent(3, 0.2, R::none))}; }},
     {"cross_entropy_sum", {N({6, 5})}, [](V x) { return Outs{F::cross_entropy(x[0], labels(x, kTargets), xent(-100, 0, R::sum))}; }},
     {"cross_entropy_wide", {N({8, 1000})}, [](V x) { return Outs{F::cross_entropy(x[0], labels(x, {0, 999, 500, 1, 250, 750, 3, 998}))}; }},
+    // logits near ±1e3 (spread 3) and nearly tied at 1e3 (spread 1e-3: a few f32 spacings): the row sums
+    // accumulate in double on both devices and the formulas are one copy (backends/nn_math.h), so these
+    // take the elementwise tolerance: a device that shifted exp by a log-sum-exp rounded to f32 (rows
+    // summing to 1 ± 2e-5) where the other does not fails it. tests/test_nn_functional.cpp pins the CPU's
+    // values at such logits to PyTorch's.
+    {"softmax_large_logits", {N({8, 300})}, [](V x) { return Outs{softmax(x[0] * 3.0 + 1000.0, -1)}; }, Kind::elementwise, Kind::elementwise},
+    {"softmax_nearly_tied", {N({8, 300})}, [](V x) { return Outs{softmax(x[0] * 1e-3 + 1000.0, -1)}; }, Kind::elementwise, Kind::elementwise},
+    {"softmax_negative_large_logits", {N({8, 300})}, [](V x) { return Outs{softmax(x[0] * 3.0 - 1000.0, -1)}; }, Kind::elementwise, Kind::elementwise},
+    {"log_softmax_large_logits", {N({8, 300})}, [](V x) { return Outs{log_softmax(x[0] * 3.0 + 1000.0, -1)}; }, Kind::elementwise, Kind::elementwise},
+    {"log_softmax_nearly_tied", {N({8, 300})}, [](V x) { return Outs{log_softmax(x[0] * 1e-3 - 1000.0, -1)}; }, Kind::elementwise, Kind::elementwise},
+    {"cross_entropy_large_logits", {N({6, 5})}, [](V x) { return Outs{F::cross_entropy(x[0] * 3.0 + 1000.0, labels(x, kTargets))}; }, Kind::elementwise, Kind::elementwise},
+    {"cross_entropy_nearly_tied", {N({6, 5})}, [](V x) { return Outs{F::cross_entropy(x[0] * 1e-3 + 1000.0, labels(x, kTargets), xent(-100, 0, R::none))}; }, Kind::elementwise, Kind::elementwise},
+    {"cross_entropy_large_smoothing", {N({6, 5})}, [](V x) { return Outs{F::cross_entropy(x[0] * 3.0 - 1000.0, labels(x, kTargets), xent(-100, 0.1))}; }, Kind::elementwise, Kind::elementwise},
+    {"cross_entropy_large_ignore_index", {N({6, 5})}, [](V x) { return Outs{F::cross_entropy(x[0] * 3.0 + 1000.0, labels(x, {0, 2, 4, 2, 1, 3}), xent(2, 0.2, R::sum))}; }, Kind::elementwise, Kind::elementwise},
+    {"cross_entropy_large_wide", {N({8, 1000})}, [](V x) { return Outs{F::cross_entropy(x[0] * 3.0 + 1000.0, labels(x, {0, 999, 500, 1, 250, 750, 3, 998}))}; }, Kind::elementwise, Kind::elementwise},
     {"nll_loss", {N({6, 5})}, [](V x) { return Outs{F::nll_loss(log_softmax(x[0], 1), labels(x, kTargets))}; }},
     {"mse_loss", {N({3, 4}), N({3, 4})}, [](V x) { return Outs{F::mse_loss(x[0], x[1])}; }},
     {"l1_loss", {N({3, 4}), N({3, 4})}, [](V x) { return Outs{F::l1_loss(x[0], x[1], R::sum)}; }},
