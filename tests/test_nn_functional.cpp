@@ -200,10 +200,13 @@ TEST(NnFunctional, ErrorMessages) {
   const Tensor x = zeros({2, 3, 5, 5});
   EXPECT_TRUE(test::throws_error([&] { F::conv2d(x, zeros({4, 2, 3, 3})); }, {"conv2d", "3 channels", "expects 2"}));
   EXPECT_TRUE(test::throws_error([&] { F::conv2d(zeros({5, 5}), zeros({4, 3, 3, 3})); }, {"conv2d", "[N, C, H, W]", "[5, 5]"}));
-  EXPECT_TRUE(test::throws_error([&] { F::conv2d(x, zeros({4, 3, 7, 7})); }, {"conv2d", "smaller than"}));
+  EXPECT_TRUE(test::throws_error([&] { F::conv2d(x, zeros({4, 3, 7, 7})); },
+                                 {"conv2d", "output size is too small", "[2, 3, 5, 5]", "kernel [7, 7]", "output [-1, -1]"}));
   EXPECT_TRUE(test::throws_error([&] { F::conv2d(x, zeros({4, 3, 3, 3}), zeros({5})); }, {"conv2d", "bias must be [4]"}));
   EXPECT_TRUE(test::throws_error([&] { F::conv2d(x, zeros({4, 3, 3, 3}, {.dtype = DType::f64})); }, {"conv2d", "f32", "f64"}));
   EXPECT_TRUE(test::throws_error([&] { F::max_pool2d(x, pool(2, 2, 2)); }, {"max_pool2d", "at most half"}));
+  EXPECT_TRUE(test::throws_error([&] { F::avg_pool2d(x, pool(3, 1, 2)); },
+                                 {"avg_pool2d", "padding [2, 2] must be at most half the kernel [3, 3]"}));
   EXPECT_TRUE(test::throws_error([&] { F::cross_entropy(zeros({4, 3}), from_vector<int64_t>({0, 1, 3, 2})); },
                {"cross_entropy", "target 3", "sample 2", "[0, 3)"}));
   EXPECT_TRUE(test::throws_error([&] { F::cross_entropy(zeros({4, 3}), zeros({4})); }, {"cross_entropy", "i64"}));
@@ -214,6 +217,40 @@ TEST(NnFunctional, ErrorMessages) {
   EXPECT_TRUE(test::throws_error([&] { F::linear(zeros({2, 3}), zeros({4, 5})); }, {"linear", "in_features 5"}));
   EXPECT_TRUE(test::throws_error([&] { F::dropout(x, 1.5, true); }, {"dropout", "[0, 1]"}));
   EXPECT_TRUE(test::throws_error([&] { F::embedding(from_vector<int64_t>({7}), zeros({4, 2})); }, {"index 7", "out of range"}));
+}
+
+// A window larger than the padded input: PyTorch refuses ("Output size is too small"); truncating division
+// gave a silent 1×1 output here (e.g. (2 - 3) / 2 + 1 = 1). Each message names the op, the input, kernel,
+// stride, padding and the output size the arithmetic gives.
+TEST(NnFunctional, WindowLargerThanThePaddedInputIsRefused) {
+  const Tensor x = zeros({2, 3, 2, 3});
+  for (const bool max : {true, false}) {
+    const char* op = max ? "max_pool2d" : "avg_pool2d";
+    const auto run = [&](const F::Pool2dOptions& o) { return max ? F::max_pool2d(x, o) : F::avg_pool2d(x, o); };
+    EXPECT_TRUE(test::throws_error([&] { run(pool(4, 3, 0)); },
+                                   {op, "output size is too small", "[2, 3, 2, 3]", "H×W 2×3", "kernel [4, 4]",
+                                    "stride [3, 3]", "padding [0, 0]", "output [0, 0]", "larger input"}));
+    EXPECT_TRUE(test::throws_error([&] { run(pool(3, 2, 0)); }, {op, "kernel [3, 3]", "output [0, 1]"}));
+    // unbatched input: the message shows the shape given
+    const Tensor x3 = x.select(0, 0);
+    EXPECT_TRUE(test::throws_error([&] { max ? F::max_pool2d(x3, pool(3, 2, 0)) : F::avg_pool2d(x3, pool(3, 2, 0)); },
+                                   {op, "the input [3, 2, 3]", "output [0, 1]"}));
+    // padding makes it fit: PyTorch's sizes
+    EXPECT_EQ(run(pool(3, 2, 1)).shape(), Shape({2, 3, 1, 2}));
+    EXPECT_EQ(run(pool(2, 2, 0)).shape(), Shape({2, 3, 1, 1}));
+  }
+  // conv2d with dilation: kernel 3, dilation 3 spans 7 > 5 + 2·0; stride 2 truncated (-2)/2 + 1 to 0 + 1 before
+  const Tensor xc = zeros({1, 3, 5, 6}), w = zeros({4, 3, 3, 3});
+  EXPECT_TRUE(test::throws_error([&] { F::conv2d(xc, w, {}, conv(2, 2, 0, 0, 3, 3, 1)); },
+                                 {"conv2d", "output size is too small", "[1, 3, 5, 6]", "kernel [3, 3]",
+                                  "dilation [3, 3]: effective [7, 7]", "stride [2, 2]", "padding [0, 0]",
+                                  "output [0, 0]"}));
+  EXPECT_EQ(F::conv2d(xc, w, {}, conv(2, 2, 1, 1, 3, 3, 1)).shape(), Shape({1, 4, 1, 1}));  // 5 + 2 - 7 = 0: fits
+  // adaptive pooling: an empty spatial dim, an output larger than the input
+  EXPECT_TRUE(test::throws_error([&] { F::adaptive_avg_pool2d(zeros({1, 2, 0, 4})); },
+                                 {"adaptive_avg_pool2d", "[1, 2, 0, 4]", "empty spatial dim"}));
+  EXPECT_TRUE(test::throws_error([&] { F::adaptive_avg_pool2d(zeros({1, 2, 3, 3}), 4, 4); },
+                                 {"adaptive_avg_pool2d", "output [4, 4]", "[3, 3]"}));
 }
 
 // f32 softmax, log_softmax and cross entropy against PyTorch's f32 results (make_nn_golden.py, case32) on
