@@ -88,12 +88,13 @@ EMBER_HOST_DEVICE T xent_loss(T x_target, T max, double sum, double smooth_sum, 
   if (eps != 0) loss -= eps / static_cast<double>(C) * smooth_sum;
   return static_cast<T>(loss);
 }
-// Backward: gx_j = g·(softmax_j - ε/C) - g·(1-ε)·[j == t]. The softmax is recomputed from the forward's
-// rounded lse as the shift with the row's sum s' = Σ softmax_term(x_j, lse) (≈ 1): exp(x_j - lse)/s' is
-// exact softmax whatever lse's rounding (shift invariance), where exp(x_j - lse) alone is off by lse's error.
+// Backward: gx_j = g·(softmax_j - ε/C) - g·(1-ε)·[j == t]. The softmax is recomputed with the forward's
+// rounded lse as the shift: term_j = softmax_term(x_j, lse) and the row's own sum s' = Σ term_j (≈ 1), so
+// term_j/s' is the softmax whatever lse's rounding (shift invariance), where exp(x_j - lse) alone would be
+// off by lse's error.
 template <typename T>
-EMBER_HOST_DEVICE T xent_grad(T x, T lse, double inv_sum, T g, T smooth, T hit, bool is_target) {
-  T v = g * (softmax_value(softmax_term(x, lse), inv_sum) - smooth);
+EMBER_HOST_DEVICE T xent_grad(T term, double inv_sum, T g, T smooth, T hit, bool is_target) {
+  T v = g * (softmax_value(term, inv_sum) - smooth);
   if (is_target) v -= g * hit;
   return v;
 }

@@ -46,9 +46,13 @@ struct Conv2dBackward : autograd::Node {
 // The output length along one dim, PyTorch's rule with floor division: (in + 2·pad - (dilation·(kernel-1)+1))
 // / stride + 1. A window larger than the padded input gives 0 or less here (C++'s truncating division would
 // round -1/2 up to 0 and give 1: a silent 1×1 output).
-int64_t out_size(int64_t in, int64_t pad, int64_t dilation, int64_t kernel, int64_t stride) {
-  const int64_t span = in + 2 * pad - (dilation * (kernel - 1) + 1);
-  return (span >= 0 ? span / stride : -((-span + stride - 1) / stride)) + 1;
+// ceil_mode (pooling) rounds up instead, then drops a last window that would start past the input and the
+// left padding (PyTorch's pooling_output_shape).
+int64_t out_size(int64_t in, int64_t pad, int64_t dilation, int64_t kernel, int64_t stride, bool ceil_mode = false) {
+  const int64_t span = in + 2 * pad - (dilation * (kernel - 1) + 1) + (ceil_mode ? stride - 1 : 0);
+  int64_t out = (span >= 0 ? span / stride : -((-span + stride - 1) / stride)) + 1;
+  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
+  return out;
 }
 
 std::string pair_str(const int64_t* v) {
@@ -60,7 +64,7 @@ std::string pair_str(const int64_t* v) {
 // Refuses an output of fewer than one element per spatial dim, as PyTorch ("Output size is too small"),
 // naming what gave it.
 void check_output_size(const char* op, const Shape& input, const int64_t* kernel, const int64_t* dilation,
-                       const int64_t* stride, const int64_t* padding, int64_t OH, int64_t OW) {
+                       const int64_t* stride, const int64_t* padding, int64_t OH, int64_t OW, bool ceil_mode = false) {
   if (OH > 0 && OW > 0) return;
   const int64_t eff[2] = {dilation[0] * (kernel[0] - 1) + 1, dilation[1] * (kernel[1] - 1) + 1};
   const bool dilated = dilation[0] != 1 || dilation[1] != 1;
@@ -69,10 +73,11 @@ void check_output_size(const char* op, const Shape& input, const int64_t* kernel
   m << op << ": output size is too small: the input " << input << " (H×W " << input[input.size() - 2] << "×"
     << input[input.size() - 1] << ") with kernel " << pair_str(kernel);
   if (dilated) m << " (dilation " << pair_str(dilation) << ": effective " << pair_str(eff) << ")";
-  m << ", stride " << pair_str(stride) << " and padding " << pair_str(padding) << " gives output " << pair_str(out)
-    << "; the " << (dilated ? "effective " : "")
-    << "kernel must fit in the padded input (H + 2·padding >= kernel): use a smaller kernel, more padding or a "
-       "larger input";
+  m << ", stride " << pair_str(stride) << " and padding " << pair_str(padding) << (ceil_mode ? " (ceil_mode)" : "")
+    << " gives output " << pair_str(out)
+    << "; the " << (dilated ? "effective " : "") << "kernel must fit in the padded input ("
+    << (ceil_mode ? "H + 2·padding + stride - 1 >= kernel in ceil_mode" : "H + 2·padding >= kernel")
+    << "): use a smaller kernel, more padding or a larger input";
   throw Error(m.str());
 }
 
@@ -110,10 +115,12 @@ Tensor pool2d(PoolOp op, const Tensor& input, const Pool2dOptions& o) {
   }
   p.count_include_pad = o.count_include_pad;
   const Tensor x = raw::contiguous(b.x);
-  const int64_t OH = out_size(x.size(2), p.padding[0], 1, p.kernel[0], p.stride[0]);
-  const int64_t OW = out_size(x.size(3), p.padding[1], 1, p.kernel[1], p.stride[1]);
+  // The backends take OH, OW from y; their windows (nn_math::pool_window) clip a ceil_mode window that
+  // reaches past the padding.
+  const int64_t OH = out_size(x.size(2), p.padding[0], 1, p.kernel[0], p.stride[0], o.ceil_mode);
+  const int64_t OW = out_size(x.size(3), p.padding[1], 1, p.kernel[1], p.stride[1], o.ceil_mode);
   const int64_t no_dilation[2] = {1, 1};
-  check_output_size(name, input.shape(), p.kernel, no_dilation, p.stride, p.padding, OH, OW);
+  check_output_size(name, input.shape(), p.kernel, no_dilation, p.stride, p.padding, OH, OW, o.ceil_mode);
   Tensor y = raw::empty({x.size(0), x.size(1), OH, OW}, x.dtype(), x.device());
   Tensor idx = op == PoolOp::max ? raw::empty(y.shape(), DType::i64, x.device()) : Tensor();
   const TensorArg ia = idx.defined() ? idx.arg() : TensorArg{};

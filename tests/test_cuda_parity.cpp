@@ -161,10 +161,12 @@ F::Conv2dOptions conv(int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh
   o.groups = groups;
   return o;
 }
-F::Pool2dOptions pool(int64_t kernel, int64_t stride, int64_t padding, bool count_include_pad = true) {
+F::Pool2dOptions pool(int64_t kernel, int64_t stride, int64_t padding, bool count_include_pad = true,
+                     bool ceil_mode = false) {
   F::Pool2dOptions o;
   o.kernel[0] = o.kernel[1] = kernel, o.stride[0] = o.stride[1] = stride, o.padding[0] = o.padding[1] = padding;
   o.count_include_pad = count_include_pad;
+  o.ceil_mode = ceil_mode;
   return o;
 }
 // Batch norm in training mode from seeded running statistics; returns y and the updated statistics.
@@ -207,6 +209,13 @@ const std::vector<NnCase>& nn_table() {
     {"avg_pool2d_overlapping", {N({2, 3, 7, 7})}, [](V x) { return Outs{F::avg_pool2d(x[0], pool(3, 2, 0))}; }},
     {"avg_pool2d_padding", {N({2, 3, 7, 7})}, [](V x) { return Outs{F::avg_pool2d(x[0], pool(3, 2, 1))}; }},
     {"avg_pool2d_padding_not_counted", {N({2, 3, 7, 7})}, [](V x) { return Outs{F::avg_pool2d(x[0], pool(3, 2, 1, false))}; }},
+    // ceil_mode: last windows clipped at the padding (8 → 5 rows), or dropped where they would start in it
+    {"max_pool2d_ceil", {N({2, 3, 8, 9})}, [](V x) { return Outs{F::max_pool2d(x[0], pool(3, 2, 1, true, true))}; }, Kind::exact},
+    {"max_pool2d_2x2_ceil", {N({2, 3, 5, 7})}, [](V x) { return Outs{F::max_pool2d(x[0], pool(2, 2, 0, true, true))}; }, Kind::exact},
+    {"max_pool2d_ceil_rule", {N({1, 2, 3, 5})}, [](V x) { return Outs{F::max_pool2d(x[0], pool(2, 2, 1, true, true))}; }, Kind::exact},
+    {"avg_pool2d_ceil", {N({2, 3, 8, 9})}, [](V x) { return Outs{F::avg_pool2d(x[0], pool(3, 2, 1, true, true))}; }},
+    {"avg_pool2d_ceil_not_counted", {N({2, 3, 8, 9})}, [](V x) { return Outs{F::avg_pool2d(x[0], pool(3, 2, 1, false, true))}; }},
+    {"avg_pool2d_ceil_unpadded", {N({2, 3, 8, 7})}, [](V x) { return Outs{F::avg_pool2d(x[0], pool(3, 2, 0, true, true))}; }},
     {"adaptive_avg_pool2d", {N({2, 3, 6, 6})}, [](V x) { return Outs{F::adaptive_avg_pool2d(x[0], 2, 3)}; }},
     {"adaptive_avg_pool2d_global", {N({2, 3, 6, 6})}, [](V x) { return Outs{F::adaptive_avg_pool2d(x[0])}; }},
     // normalisation (training mode also compares the updated running statistics)

@@ -70,10 +70,11 @@ F::Conv2dOptions conv(int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh
   return o;
 }
 
-F::Pool2dOptions pool(int64_t k, int64_t s, int64_t p, bool include_pad = true) {
+F::Pool2dOptions pool(int64_t k, int64_t s, int64_t p, bool include_pad = true, bool ceil_mode = false) {
   F::Pool2dOptions o;
   o.kernel[0] = o.kernel[1] = k, o.stride[0] = o.stride[1] = s, o.padding[0] = o.padding[1] = p;
   o.count_include_pad = include_pad;
+  o.ceil_mode = ceil_mode;
   return o;
 }
 
@@ -100,6 +101,29 @@ TEST(NnFunctional, Pooling) {
   check_case("avgpool", {"x"}, [](auto& m) { return F::avg_pool2d(m.at("x"), pool(3, 2, 1)); });
   check_case("avgpool_nopad", {"x"}, [](auto& m) { return F::avg_pool2d(m.at("x"), pool(3, 2, 1, false)); });
   check_case("adaptive", {"x"}, [](auto& m) { return F::adaptive_avg_pool2d(m.at("x"), 1, 1); });
+}
+
+// ceil_mode: PyTorch's output sizes (a last window past the padding, clipped; one that would start in the
+// right padding dropped), values, gradients (avg divisors of the clipped windows) and gradcheck.
+TEST(NnFunctional, PoolingCeilMode) {
+  check_case("maxpool_ceil", {"x"}, [](auto& m) { return F::max_pool2d(m.at("x"), pool(3, 2, 1, true, true)); });
+  check_case("avgpool_ceil", {"x"}, [](auto& m) { return F::avg_pool2d(m.at("x"), pool(3, 2, 1, true, true)); });
+  check_case("avgpool_ceil_nopad", {"x"}, [](auto& m) { return F::avg_pool2d(m.at("x"), pool(3, 2, 1, false, true)); });
+  check_case("avgpool_ceil_unpadded", {"x"}, [](auto& m) { return F::avg_pool2d(m.at("x"), pool(3, 2, 0, true, true)); });
+  check_case("maxpool_ceil_rule", {"x"}, [](auto& m) { return F::max_pool2d(m.at("x"), pool(2, 2, 1, true, true)); });
+  check_case("avgpool_ceil_rule", {"x"}, [](auto& m) { return F::avg_pool2d(m.at("x"), pool(2, 2, 1, true, true)); });
+  check_case("maxpool2x2_ceil", {"x"}, [](auto& m) { return F::max_pool2d(m.at("x"), pool(2, 2, 0, true, true)); });
+  // f32 over odd sizes (the 2x2 fast path's dtype) gives the same
+  const Tensor x = get("maxpool2x2_ceil.x").to(DType::f32);
+  expect_close(F::max_pool2d(x, pool(2, 2, 0, true, true)), get("maxpool2x2_ceil.y"), "f32 2x2 ceil", 1e-6);
+  // A window may overhang the input by up to stride - 1 in ceil_mode (PyTorch: 3 and 1.5 here, the avg over
+  // the clipped window), not more.
+  const Tensor small = arange(0, 4, 1, {.dtype = DType::f64}).reshape({1, 1, 2, 2});
+  EXPECT_EQ(F::max_pool2d(small, pool(3, 2, 0, true, true)).to_vector<double>(), std::vector<double>{3.0});
+  EXPECT_EQ(F::avg_pool2d(small, pool(3, 2, 0, true, true)).to_vector<double>(), std::vector<double>{1.5});
+  EXPECT_TRUE(test::throws_error([] { F::max_pool2d(zeros({1, 1, 1, 1}), pool(4, 2, 0, true, true)); },
+                                 {"max_pool2d", "output size is too small", "(ceil_mode)", "output [0, 0]",
+                                  "H + 2·padding + stride - 1 >= kernel"}));
 }
 
 TEST(NnFunctional, BatchNormTrainingUpdatesRunningStats) {

@@ -59,6 +59,17 @@ TEST(Registry, MlpOnFlatInputAndEveryType) {
   EXPECT_EQ(nn::layer_keys("linear"), (std::vector<std::string>{"out_features", "bias"}));
 }
 
+TEST(Registry, PoolCeilMode) {
+  // 7 x 7 → 4 x 4 with ceil_mode (3 x 3 without), as PyTorch's MaxPool2d(2, ceil_mode=True)
+  auto pools = nn::build_sequential({spec("max_pool2d", {{"kernel_size", int64_t{2}}, {"ceil_mode", true}}),
+                                     spec("avg_pool2d", {{"kernel_size", int64_t{3}}, {"stride", int64_t{2}}, {"ceil_mode", true}})},
+                                    {3, 7, 7});
+  EXPECT_EQ(pools->forward(zeros({2, 3, 7, 7})).shape(), Shape({2, 3, 2, 2}));  // 4 → ⌈(4 - 3) / 2⌉ + 1 = 2
+  const std::string d = (*pools)[0]->describe();
+  EXPECT_NE(d.find("ceil_mode=true"), std::string::npos) << d;
+  expect_error({spec("max_pool2d", {{"kernel_size", int64_t{2}}, {"ceil_mode", int64_t{1}}})}, {"'ceil_mode'", "true or false"});
+}
+
 TEST(Registry, Errors) {
   expect_error({spec("conv2", {{"out_channels", int64_t{4}}})},
                {"cfg.yaml:3: model[0]", "unknown layer type 'conv2'", "did you mean 'conv2d'", "valid types:", "max_pool2d"});

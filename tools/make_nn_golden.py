@@ -112,6 +112,19 @@ case32("f32_ce_large_smooth", lambda x: F.cross_entropy(x, t_big, label_smoothin
 case32("f32_ce_large_smooth_ignore", lambda x: F.cross_entropy(x, out["f32_ce.t_ignore"], label_smoothing=0.2), x=big)
 case32("f32_ce_large_ignore_index", lambda x: F.cross_entropy(x, t_big, ignore_index=6, reduction="sum"), x=big)
 
+# pooling with ceil_mode (after the f32 cases: the cases above keep their random draws). H 8, kernel 3,
+# stride 2, padding 1: 5 rows instead of 4, the last window reaching past the padding; "rule": H 3 and W 5
+# with kernel 2, stride 2, padding 1, where rounding up would add a window starting in the right padding,
+# which PyTorch drops; 2x2 stride 2 over odd sizes (Ember's 2x2 fast path must not take it).
+case("maxpool_ceil", lambda x: F.max_pool2d(x, 3, stride=2, padding=1, ceil_mode=True), x=torch.randn(2, 3, 8, 9))
+case("avgpool_ceil", lambda x: F.avg_pool2d(x, 3, stride=2, padding=1, ceil_mode=True), x=torch.randn(2, 3, 8, 9))
+case("avgpool_ceil_nopad", lambda x: F.avg_pool2d(x, 3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
+     x=torch.randn(2, 3, 8, 9))
+case("avgpool_ceil_unpadded", lambda x: F.avg_pool2d(x, 3, stride=2, ceil_mode=True), x=torch.randn(2, 3, 8, 7))
+case("maxpool_ceil_rule", lambda x: F.max_pool2d(x, 2, stride=2, padding=1, ceil_mode=True), x=torch.randn(1, 2, 3, 5))
+case("avgpool_ceil_rule", lambda x: F.avg_pool2d(x, 2, stride=2, padding=1, ceil_mode=True), x=torch.randn(1, 2, 3, 5))
+case("maxpool2x2_ceil", lambda x: F.max_pool2d(x, 2, ceil_mode=True), x=torch.randn(2, 3, 5, 7))
+
 path = pathlib.Path(__file__).resolve().parent.parent / "tests" / "data" / "nn_golden.safetensors"
 save_file({k: v.clone().contiguous() for k, v in out.items()}, str(path), metadata={"torch": torch.__version__})
 print(f"wrote {path} ({len(out)} tensors)")

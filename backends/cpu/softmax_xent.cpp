@@ -122,8 +122,10 @@ void xent_backward(const TensorArg& logits, const TensorArg& target, const Tenso
         continue;
       }
       const T g = grad_loss.ptr<T>()[grad_loss.ndim == 0 ? 0 : n], l = lse.ptr<T>()[n];
-      const double inv = 1.0 / row_sum_exp(x, C, l);
-      for (int64_t j = 0; j < C; ++j) gx[j] = nn_math::xent_grad(x[j], l, inv, g, smooth, hit, j == t);
+      double s = 0;  // the terms go to gx, then become the gradient
+      for (int64_t j = 0; j < C; ++j) s += (gx[j] = nn_math::softmax_term(x[j], l));
+      const double inv = 1.0 / s;
+      for (int64_t j = 0; j < C; ++j) gx[j] = nn_math::xent_grad(gx[j], inv, g, smooth, hit, j == t);
     }
   });
 }

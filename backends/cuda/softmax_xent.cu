@@ -100,8 +100,10 @@ __global__ void __launch_bounds__(kBlock)
       continue;
     }
     const T g = grad_loss[scalar_grad ? 0 : n], l = lse[n];
-    const double inv = 1.0 / block_sum_exp(x, C, l);
-    for (int64_t j = threadIdx.x; j < C; j += kBlock) out[j] = nn_math::xent_grad(x[j], l, inv, g, smooth, hit, j == t);
+    double s = 0;  // each thread writes its terms to gx, then turns the same elements into the gradient
+    for (int64_t j = threadIdx.x; j < C; j += kBlock) s += (out[j] = nn_math::softmax_term(x[j], l));
+    const double inv = 1.0 / block_reduce(s, nn_math::SumOp{});
+    for (int64_t j = threadIdx.x; j < C; j += kBlock) out[j] = nn_math::xent_grad(out[j], inv, g, smooth, hit, j == t);
   }
 }
 
