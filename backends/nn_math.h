@@ -78,6 +78,11 @@ EMBER_HOST_DEVICE T softmax_backward_value(T g, T y, double dot, bool log) {
 //   loss = lse - (1-ε)·x_t - ε/C · Σ x_j = log(s) - (1-ε)·(x_t - m) - ε/C · Σ (x_j - m)
 // in double from the row's m, s and (for ε > 0) Σ (x_j - m): no cancellation of two rounded lse-sized
 // numbers. xent_smooth_term is the term of that last sum.
+// Whether row target t is a class the loss counts (ignore_index and targets outside [0, C) are not; the
+// latter are errors the backend reports).
+EMBER_HOST_DEVICE bool xent_target_valid(int64_t t, int64_t C, int64_t ignore_index) {
+  return t != ignore_index && t >= 0 && t < C;
+}
 template <typename T>
 EMBER_HOST_DEVICE double xent_smooth_term(T x, T max) {
   return static_cast<double>(x) - static_cast<double>(max);
@@ -147,9 +152,21 @@ EMBER_HOST_DEVICE double layer_norm_weighted_grad(T g, T w) {
 // norm, layer norm), from Σg and Σg·x̂ over the n normalised values (g already times the weight for layer
 // norm; k = invstd·w for batch norm, invstd for layer norm):
 //   gx = k·(g - Σg/n - x̂·Σ(g·x̂)/n)
-// Eval-mode batch norm (fixed statistics) passes mean_g = mean_gxhat = 0: gx = k·g.
-EMBER_HOST_DEVICE double norm_grad_input(double k, double g, double xhat, double mean_g, double mean_gxhat) {
-  return k * (g - mean_g - xhat * mean_gxhat);
+// Eval-mode batch norm (fixed statistics): gx = k·g.
+struct NormGrad {
+  double k, mean_g, mean_gxhat;
+};
+EMBER_HOST_DEVICE NormGrad batch_norm_grad(double invstd, double w, double sum_g, double sum_gxhat, int64_t count,
+                                           bool training) {
+  const double n = static_cast<double>(count);
+  return {invstd * w, training ? sum_g / n : 0.0, training ? sum_gxhat / n : 0.0};
+}
+EMBER_HOST_DEVICE NormGrad layer_norm_grad(double invstd, double sum_gw, double sum_gw_xhat, int64_t D) {
+  const double n = static_cast<double>(D);
+  return {invstd, sum_gw / n, sum_gw_xhat / n};
+}
+EMBER_HOST_DEVICE double norm_grad_input(const NormGrad& c, double g, double xhat) {
+  return c.k * (g - c.mean_g - xhat * c.mean_gxhat);
 }
 
 // --- pooling ---------------------------------------------------------------------------------------------

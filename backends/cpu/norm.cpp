@@ -84,17 +84,15 @@ void bn_backward(const TensorArg& gy, const TensorArg& x, const TensorArg* weigh
       if (gw != nullptr) gw->ptr<T>()[c] = static_cast<T>(sum_g_xhat);
       if (gb != nullptr) gb->ptr<T>()[c] = static_cast<T>(sum_g);
       if (gx == nullptr) continue;
-      const double k = invstd * (w ? w[c] : 1.0);
+      const nn_math::NormGrad coef =
+          nn_math::batch_norm_grad(invstd, w ? w[c] : 1.0, sum_g, sum_g_xhat, count, training);
       for (int64_t n = 0; n < N; ++n) {
         const T* g = gy.ptr<T>() + (n * C + c) * S;
         const T* p = x.ptr<T>() + (n * C + c) * S;
         T* out = gx->ptr<T>() + (n * C + c) * S;
-        // through the batch statistics in training; with fixed statistics in eval (k·g)
-        const double mean_g = training ? sum_g / count : 0.0, mean_gx = training ? sum_g_xhat / count : 0.0;
 #pragma omp simd
         for (int64_t s = 0; s < S; ++s)
-          out[s] = static_cast<T>(
-              nn_math::norm_grad_input(k, g[s], nn_math::norm_xhat(p[s], mean, invstd), mean_g, mean_gx));
+          out[s] = static_cast<T>(nn_math::norm_grad_input(coef, g[s], nn_math::norm_xhat(p[s], mean, invstd)));
       }
     }
   });
@@ -138,11 +136,11 @@ void ln_backward(const TensorArg& gy, const TensorArg& x, const TensorArg* weigh
           sum_gw += gwd;
           sum_gw_xhat += gwd * nn_math::norm_xhat(p[d], m, is);
         }
+        const nn_math::NormGrad coef = nn_math::layer_norm_grad(is, sum_gw, sum_gw_xhat, D);
         T* out = gx->ptr<T>() + r * D;
         for (int64_t d = 0; d < D; ++d) {
           const double gwd = nn_math::layer_norm_weighted_grad(g[d], w ? w[d] : T(1));
-          out[d] = static_cast<T>(
-              nn_math::norm_grad_input(is, gwd, nn_math::norm_xhat(p[d], m, is), sum_gw / D, sum_gw_xhat / D));
+          out[d] = static_cast<T>(nn_math::norm_grad_input(coef, gwd, nn_math::norm_xhat(p[d], m, is)));
         }
       }
     });

@@ -93,7 +93,7 @@ void xent_forward(const TensorArg& logits, const TensorArg& target, const Tensor
       const T* x = logits.ptr<T>() + n * C;
       const int64_t t = target.ptr<int64_t>()[n];
       const T m = row_max(x, C);
-      const bool valid = t != ignore_index && t >= 0 && t < C;
+      const bool valid = nn_math::xent_target_valid(t, C, ignore_index);
       double s = 0, smooth = 0;  // Σ exp(x - m); Σ (x - m) for label smoothing
       for (int64_t j = 0; j < C; ++j) {
         s += nn_math::softmax_term(x[j], m);
@@ -117,7 +117,7 @@ void xent_backward(const TensorArg& logits, const TensorArg& target, const Tenso
       const T* x = logits.ptr<T>() + n * C;
       T* gx = grad_logits.ptr<T>() + n * C;
       const int64_t t = target.ptr<int64_t>()[n];
-      if (t == ignore_index || t < 0 || t >= C) {
+      if (!nn_math::xent_target_valid(t, C, ignore_index)) {
         std::fill(gx, gx + C, T(0));
         continue;
       }

@@ -79,13 +79,11 @@ __global__ void __launch_bounds__(kBlock) batch_norm_backward_kernel(BatchNormAr
     if (threadIdx.x == 0 && a.gw != nullptr) a.gw[c] = static_cast<T>(s.b);
     if (threadIdx.x == 0 && a.gb != nullptr) a.gb[c] = static_cast<T>(s.a);
     if (a.gx == nullptr) continue;
-    // through the batch statistics in training; with fixed statistics in eval (k·g)
-    const double k = invstd * (a.w != nullptr ? a.w[c] : 1.0);
-    const double mean_g = a.training ? s.a / count : 0.0, mean_gx = a.training ? s.b / count : 0.0;
+    const nn_math::NormGrad coef =
+        nn_math::batch_norm_grad(invstd, a.w != nullptr ? a.w[c] : 1.0, s.a, s.b, count, a.training);
     for (int64_t i = threadIdx.x; i < count; i += kBlock) {
       const int64_t e = a.at(c, i);
-      a.gx[e] = static_cast<T>(
-          nn_math::norm_grad_input(k, a.gy[e], nn_math::norm_xhat(a.x[e], mean, invstd), mean_g, mean_gx));
+      a.gx[e] = static_cast<T>(nn_math::norm_grad_input(coef, a.gy[e], nn_math::norm_xhat(a.x[e], mean, invstd)));
     }
   }
 }
@@ -132,11 +130,11 @@ __global__ void __launch_bounds__(kBlock) layer_norm_backward_input_kernel(Layer
       s.b += gwd * nn_math::norm_xhat(p[d], m, is);
     }
     s = block_reduce(s, SumOp{});
+    const nn_math::NormGrad coef = nn_math::layer_norm_grad(is, s.a, s.b, a.D);
     T* out = a.gx + r * a.D;
     for (int64_t d = threadIdx.x; d < a.D; d += kBlock) {
       const double gwd = nn_math::layer_norm_weighted_grad(g[d], a.w != nullptr ? a.w[d] : T(1));
-      out[d] = static_cast<T>(
-          nn_math::norm_grad_input(is, gwd, nn_math::norm_xhat(p[d], m, is), s.a / a.D, s.b / a.D));
+      out[d] = static_cast<T>(nn_math::norm_grad_input(coef, gwd, nn_math::norm_xhat(p[d], m, is)));
     }
   }
 }

@@ -70,7 +70,7 @@ __global__ void __launch_bounds__(kBlock)
     const T* x = logits + n * C;
     const int64_t t = target[n];
     const T m = block_max(x, C);
-    const bool valid = t != ignore_index && t >= 0 && t < C;
+    const bool valid = nn_math::xent_target_valid(t, C, ignore_index);
     nn_math::SumPair s{0, 0};  // Σ exp(x - m); Σ (x - m) for label smoothing
     for (int64_t j = threadIdx.x; j < C; j += kBlock) {
       s.a += nn_math::softmax_term(x[j], m);
@@ -95,7 +95,7 @@ __global__ void __launch_bounds__(kBlock)
     const T* x = logits + n * C;
     T* out = gx + n * C;
     const int64_t t = target[n];
-    if (t == ignore_index || t < 0 || t >= C) {  // uniform across the block: no thread skips a block_reduce
+    if (!nn_math::xent_target_valid(t, C, ignore_index)) {  // uniform across the block: no thread skips a block_reduce
       for (int64_t j = threadIdx.x; j < C; j += kBlock) out[j] = T(0);
       continue;
     }
