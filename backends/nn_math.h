@@ -74,15 +74,15 @@ EMBER_HOST_DEVICE T softmax_backward_value(T g, T y, double dot, bool log) {
   return log ? g - kernels::m_exp(y) * static_cast<T>(dot) : y * (g - static_cast<T>(dot));
 }
 
-// Cross entropy of one row with target t and label smoothing ε (target distribution (1-ε)·onehot + ε/C):
-//   loss = lse - (1-ε)·x_t - ε/C · Σ x_j = log(s) - (1-ε)·(x_t - m) - ε/C · Σ (x_j - m)
-// in double from the row's m, s and (for ε > 0) Σ (x_j - m): no cancellation of two rounded lse-sized
-// numbers. xent_smooth_term is the term of that last sum.
 // Whether row target t is a class the loss counts (ignore_index and targets outside [0, C) are not; the
 // latter are errors the backend reports).
 EMBER_HOST_DEVICE bool xent_target_valid(int64_t t, int64_t C, int64_t ignore_index) {
   return t != ignore_index && t >= 0 && t < C;
 }
+// Cross entropy of one row with target t and label smoothing ε (target distribution (1-ε)·onehot + ε/C):
+//   loss = lse - (1-ε)·x_t - ε/C · Σ x_j = log(s) - (1-ε)·(x_t - m) - ε/C · Σ (x_j - m)
+// in double from the row's m, s and (for ε > 0) Σ (x_j - m): no cancellation of two rounded lse-sized
+// numbers. xent_smooth_term is the term of that last sum.
 template <typename T>
 EMBER_HOST_DEVICE double xent_smooth_term(T x, T max) {
   return static_cast<double>(x) - static_cast<double>(max);

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <string>
 #include <utility>
@@ -241,6 +242,26 @@ TEST(NnFunctional, ErrorMessages) {
   EXPECT_TRUE(test::throws_error([&] { F::linear(zeros({2, 3}), zeros({4, 5})); }, {"linear", "in_features 5"}));
   EXPECT_TRUE(test::throws_error([&] { F::dropout(x, 1.5, true); }, {"dropout", "[0, 1]"}));
   EXPECT_TRUE(test::throws_error([&] { F::embedding(from_vector<int64_t>({7}), zeros({4, 2})); }, {"index 7", "out of range"}));
+}
+
+// Rows with a non-finite max give NaN throughout, as PyTorch 1.13 (softmax, log_softmax and cross entropy
+// of [inf, 0, 1], [-inf, -inf, -inf] and [nan, 0, 1] are all NaN); a -inf logit among finite ones is a 0
+// probability (log: -inf).
+TEST(NnFunctional, SoftmaxNonFiniteRowsAsPyTorch) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor x = from_vector<float>({inf, 0, 1, -inf, -inf, -inf, nan, 0, 1, -inf, 0, 1}, {4, 3});
+  const auto p = softmax(x, 1).to_vector<float>(), lp = log_softmax(x, 1).to_vector<float>();
+  const auto loss = F::cross_entropy(x, from_vector<int64_t>({1, 1, 1, 1}), {.reduction = F::Reduction::none})
+                        .to_vector<float>();
+  for (int i = 0; i < 9; ++i) {
+    EXPECT_TRUE(std::isnan(p[i])) << i;
+    EXPECT_TRUE(std::isnan(lp[i])) << i;
+  }
+  for (int r = 0; r < 3; ++r) EXPECT_TRUE(std::isnan(loss[r])) << r;
+  EXPECT_EQ(p[9], 0.0f);
+  EXPECT_EQ(lp[9], -inf);
+  EXPECT_NEAR(p[11], 0.7310586f, 1e-7);
+  EXPECT_NEAR(loss[3], 1.3132616f, 1e-6);
 }
 
 // A window larger than the padded input: PyTorch refuses ("Output size is too small"); truncating division
