@@ -38,7 +38,8 @@ struct Pool2dOptions {
 // (the kernel larger than the padded input) throws, as PyTorch. padding must be at most half the kernel.
 // ceil_mode rounds up instead, keeping a last window only where it starts inside the input or the left
 // padding (PyTorch's rule); a window reaching past the right padding is clipped there (avg with
-// count_include_pad divides by the window up to the end of the padding, as PyTorch). max: the gradient goes to each window's first maximum.
+// count_include_pad divides by the window up to the end of the padding, as PyTorch).
+// max: the gradient goes to each window's first maximum.
 Tensor max_pool2d(const Tensor& x, const Pool2dOptions& options);
 Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& options);
 // Average pooling to [N, C, out_h, out_w]; H and W must be multiples of the output size (1×1: global).

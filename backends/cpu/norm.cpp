@@ -114,7 +114,8 @@ void ln_forward(const TensorArg& x, const TensorArg* weight, const TensorArg* bi
       save_mean.ptr<T>()[r] = static_cast<T>(mean);
       save_invstd.ptr<T>()[r] = static_cast<T>(invstd);
       T* q = y.ptr<T>() + r * D;
-      for (int64_t d = 0; d < D; ++d) q[d] = nn_math::layer_norm_value(p[d], mean, invstd, w ? w[d] : T(1), b ? b[d] : T(0));
+      for (int64_t d = 0; d < D; ++d)
+        q[d] = nn_math::layer_norm_value(p[d], mean, invstd, w ? w[d] : T(1), b ? b[d] : T(0));
     }
   });
 }
