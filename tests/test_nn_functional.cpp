@@ -5,6 +5,7 @@
 
 #include <ember/ember.h>
 
+#include "f32_softmax_goldens.h"
 #include "test_helpers.h"
 
 #include <algorithm>
@@ -298,60 +299,17 @@ TEST(NnFunctional, WindowLargerThanThePaddedInputIsRefused) {
                                  {"adaptive_avg_pool2d", "output [4, 4]", "[3, 3]"}));
 }
 
-// f32 softmax, log_softmax and cross entropy against PyTorch's f32 results (make_nn_golden.py, case32) on
-// logits near ±1e3 and 5e3, nearly tied (multiples of f32's spacing at 1e3), exactly tied and O(1):
-// forward and backward within a few ulp. A log-sum-exp rounded to f32 and used as the shift of exp (the
-// old kernels) is off by up to 3e-5 there: rows summing to 1 ± 2e-5, hundreds of ulp.
-// The error allowed is `ulps` f32 spacings of max(|value|, floor). The floor is where PyTorch's own f32
-// rounding happens: log-probabilities and losses subtract log(s), O(1), rounded at 1; gradients subtract
-// sums of O(1) upstream values (g - Σ g·y, g - exp(y)·Σ g), rounded at 1 too (floor 1); softmax values are
-// products and quotients only (floor 0: relative to the element). The old kernels' errors are 30 to 1000
-// times these bounds.
-static void expect_f32_ulps(const Tensor& actual, const Tensor& expected, const std::string& what, double ulps,
-                            double floor) {
-  ASSERT_EQ(actual.dtype(), DType::f32) << what;
-  ASSERT_EQ(actual.shape(), expected.shape()) << what;
-  const auto a = actual.to_vector<double>(), e = expected.to_vector<double>();
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const double scale = std::max({std::abs(e[i]), floor, 1e-30});
-    const double spacing = std::ldexp(1.0, std::ilogb(scale) - 23);  // f32's spacing at scale
-    const double err = std::abs(a[i] - e[i]) / spacing;
-    worst = std::max(worst, err);
-    EXPECT_LE(err, ulps) << what << " element " << i << ": " << a[i] << " vs PyTorch " << e[i];
-  }
-  ::testing::Test::RecordProperty(what, std::to_string(worst));
-}
-
+// f32 softmax, log_softmax and cross entropy against PyTorch's f32 results (tests/f32_softmax_goldens.h)
+// on logits near ±1e3 and 5e3, nearly tied (multiples of f32's spacing at 1e3), exactly tied and O(1):
+// forward and backward within 4 ulp (1.6 at worst now). A log-sum-exp rounded to f32 and used as the shift
+// of exp (the old kernels) is off by up to 3e-5 there: rows summing to 1 ± 2e-5, 12 to 1661 ulp.
 TEST(NnFunctional, F32SoftmaxAndCrossEntropyAtLargeLogitsMatchPyTorch) {
-  using Fn = std::function<Tensor(const Tensor&)>;
-  const Tensor t = get("f32_ce.t"), t_ignore = get("f32_ce.t_ignore");
-  const std::vector<std::pair<std::string, Fn>> cases = {
-      {"f32_softmax_large", [](const Tensor& x) { return softmax(x, 1); }},
-      {"f32_log_softmax_large", [](const Tensor& x) { return log_softmax(x, 1); }},
-      {"f32_ce_large", [&](const Tensor& x) { return F::cross_entropy(x, t); }},
-      {"f32_ce_large_none", [&](const Tensor& x) { return F::cross_entropy(x, t, {.reduction = F::Reduction::none}); }},
-      {"f32_ce_large_smooth",
-       [&](const Tensor& x) {
-         return F::cross_entropy(x, t, {.label_smoothing = 0.1, .reduction = F::Reduction::none});
-       }},
-      {"f32_ce_large_smooth_ignore", [&](const Tensor& x) { return F::cross_entropy(x, t_ignore, {.label_smoothing = 0.2}); }},
-      {"f32_ce_large_ignore_index",
-       [&](const Tensor& x) { return F::cross_entropy(x, t, {.ignore_index = 6, .reduction = F::Reduction::sum}); }},
-  };
-  for (const auto& [name, fn] : cases) {
-    SCOPED_TRACE(name);
-    const Tensor x = get(name + ".x").clone().requires_grad_();
-    ASSERT_EQ(x.dtype(), DType::f32);
-    const Tensor y = fn(x);
-    expect_f32_ulps(y, get(name + ".y"), name + " forward", 4, name == "f32_softmax_large" ? 0.0 : 1.0);
-    sum(y * get(name + ".r")).backward();
-    expect_f32_ulps(x.grad(), get(name + ".gx"), name + " gradient", 4, 1.0);
-  }
+  test::check_f32_softmax_goldens(kCPU, 4);
   // The non-fused path (softmax over a dim other than the last) agrees with the fused one at these logits.
   const Tensor x = get("f32_softmax_large.x");
-  expect_f32_ulps(softmax(x.t().contiguous(), 0).t(), get("f32_softmax_large.y"), "softmax dim 0", 4, 0.0);
-  expect_f32_ulps(log_softmax(x.t().contiguous(), 0).t(), get("f32_log_softmax_large.y"), "log_softmax dim 0", 4, 1.0);
+  test::expect_f32_ulps(softmax(x.t().contiguous(), 0).t(), get("f32_softmax_large.y"), "softmax dim 0", 4, 0.0);
+  test::expect_f32_ulps(log_softmax(x.t().contiguous(), 0).t(), get("f32_log_softmax_large.y"), "log_softmax dim 0",
+                        4, 1.0);
 }
 
 // f32 convolutions take the fast path (oneDNN where the build has it, else im2col + GEMM); they must agree
