@@ -1,7 +1,11 @@
 #pragma once
-// Index math of the fused NN ops as EMBER_HOST_DEVICE helpers: the CPU's pooling loops and the CUDA
-// kernels use the same windows.
+// The math of the fused NN ops, written once as EMBER_HOST_DEVICE helpers that backends/cpu/*.cpp and
+// backends/cuda/*.cu both call (as backends/kernels.h shares the element functors): the per-element and
+// per-row formulas of softmax / log_softmax / cross entropy and batch / layer norm, and the pooling windows.
+// Each backend keeps its own loops (OpenMP chunks vs thread blocks) and its own order of summation; what a
+// sum's terms are and what is done with the sum is here.
 // Plain ternaries, no std::min/max: those are host-only constexpr functions under nvcc.
+#include <cmath>
 #include <cstdint>
 
 #include "backends/backend.h"
@@ -24,6 +28,148 @@ struct SumPair {
   EMBER_HOST_DEVICE SumPair operator+(const SumPair& o) const { return {a + o.a, b + o.b}; }
 };
 
+// --- softmax, log_softmax, cross entropy ----------------------------------------------------------------
+// A row x[0..D) is summarised by its max m (NaN wins) and s = Σ exp(x_j - m), accumulated in double:
+//   softmax_j     = exp(x_j - m) / s
+//   log_softmax_j = (x_j - m) - log(s)          (PyTorch's order: the difference first, then the log)
+// The log-sum-exp m + log(s) rounded to the input dtype is NOT a usable shift for exp(x - lse): at |x| ~ 1e3
+// in f32 its spacing (6e-5) is larger than log(s) can be resolved to, a row would sum to 1 ± 3e-5 and the
+// softmax backward magnifies that. A row whose max is ±inf or NaN gives NaN throughout, as in PyTorch.
+
+// The term exp(x - shift) of a row's sum (and the numerator of its softmax); shift is the row max, or any
+// value at most a few ulp above it (the cross-entropy backward passes the forward's rounded lse).
+template <typename T>
+EMBER_HOST_DEVICE T softmax_term(T x, T shift) {
+  return kernels::m_exp(x - shift);
+}
+// softmax_j from its term and 1/s (s accumulated in double over the same shift).
+template <typename T>
+EMBER_HOST_DEVICE T softmax_value(T term, double inv_sum) {
+  return static_cast<T>(static_cast<double>(term) * inv_sum);
+}
+// log(s) in the input dtype: what log_softmax subtracts after the max.
+template <typename T>
+EMBER_HOST_DEVICE T softmax_log_sum(double sum) {
+  return static_cast<T>(::log(sum));  // s >= 1 (the max contributes exp(0)) or NaN: never log(0)
+}
+template <typename T>
+EMBER_HOST_DEVICE T log_softmax_value(T x, T max, T log_sum) {
+  return (x - max) - log_sum;
+}
+// The log-sum-exp m + log(s), where it is an output (cross entropy's, for its backward).
+template <typename T>
+EMBER_HOST_DEVICE T logsumexp(T max, double sum) {
+  return static_cast<T>(static_cast<double>(max) + ::log(sum));
+}
+
+// Backward from the forward's output y and the row sum `dot` (double):
+//   softmax:     gx = y · (g - Σ g·y)      term g·y
+//   log_softmax: gx = g - exp(y) · Σ g     term g
+template <typename T>
+EMBER_HOST_DEVICE double softmax_backward_term(T g, T y, bool log) {
+  return log ? static_cast<double>(g) : static_cast<double>(g) * static_cast<double>(y);
+}
+template <typename T>
+EMBER_HOST_DEVICE T softmax_backward_value(T g, T y, double dot, bool log) {
+  return log ? g - kernels::m_exp(y) * static_cast<T>(dot) : y * (g - static_cast<T>(dot));
+}
+
+// Whether row target t is a class the loss counts (ignore_index and targets outside [0, C) are not; the
+// latter are errors the backend reports).
+EMBER_HOST_DEVICE bool xent_target_valid(int64_t t, int64_t C, int64_t ignore_index) {
+  return t != ignore_index && t >= 0 && t < C;
+}
+// Cross entropy of one row with target t and label smoothing ε (target distribution (1-ε)·onehot + ε/C):
+//   loss = lse - (1-ε)·x_t - ε/C · Σ x_j = log(s) - (1-ε)·(x_t - m) - ε/C · Σ (x_j - m)
+// in double from the row's m, s and (for ε > 0) Σ (x_j - m): no cancellation of two rounded lse-sized
+// numbers. xent_smooth_term is the term of that last sum.
+template <typename T>
+EMBER_HOST_DEVICE double xent_smooth_term(T x, T max) {
+  return static_cast<double>(x) - static_cast<double>(max);
+}
+template <typename T>
+EMBER_HOST_DEVICE T xent_loss(T x_target, T max, double sum, double smooth_sum, double eps, int64_t C) {
+  double loss = ::log(sum) - (1.0 - eps) * (static_cast<double>(x_target) - static_cast<double>(max));
+  if (eps != 0) loss -= eps / static_cast<double>(C) * smooth_sum;
+  return static_cast<T>(loss);
+}
+// Backward: gx_j = g·(softmax_j - ε/C) - g·(1-ε)·[j == t]. The softmax is recomputed with the forward's
+// rounded lse as the shift: term_j = softmax_term(x_j, lse) and the row's own sum s' = Σ term_j (≈ 1), so
+// term_j/s' is the softmax whatever lse's rounding (shift invariance), where exp(x_j - lse) alone would be
+// off by lse's error.
+template <typename T>
+EMBER_HOST_DEVICE T xent_grad(T term, double inv_sum, T g, T smooth, T hit, bool is_target) {
+  T v = g * (softmax_value(term, inv_sum) - smooth);
+  if (is_target) v -= g * hit;
+  return v;
+}
+
+// --- batch norm, layer norm ------------------------------------------------------------------------------
+// Statistics in double, two passes: mean = Σx / n, then var = Σ (x - mean)² / n (biased; the running
+// variance takes the unbiased Σ/(n-1)).
+template <typename T>
+EMBER_HOST_DEVICE double norm_sq_dev(T x, double mean) {
+  const double d = static_cast<double>(x) - mean;
+  return d * d;
+}
+EMBER_HOST_DEVICE double norm_invstd(double var, double eps) { return 1.0 / ::sqrt(var + eps); }
+// running = (1 - momentum)·running + momentum·batch
+template <typename T>
+EMBER_HOST_DEVICE T norm_running_update(T running, double momentum, double batch) {
+  return static_cast<T>((1 - momentum) * static_cast<double>(running) + momentum * batch);
+}
+// x̂ = (x - mean)·invstd, in double
+template <typename T>
+EMBER_HOST_DEVICE double norm_xhat(T x, double mean, double invstd) {
+  return (static_cast<double>(x) - mean) * invstd;
+}
+// Batch norm's output per channel is one FMA-able y = x·scale + shift with scale = invstd·w,
+// shift = b - mean·invstd·w (w = 1, b = 0 without affine parameters).
+template <typename T>
+struct NormAffine {
+  T scale, shift;
+};
+template <typename T>
+EMBER_HOST_DEVICE NormAffine<T> batch_norm_affine(double mean, double invstd, double w, double b) {
+  return {static_cast<T>(invstd * w), static_cast<T>(b - mean * invstd * w)};
+}
+template <typename T>
+EMBER_HOST_DEVICE T batch_norm_value(T x, NormAffine<T> a) {
+  return x * a.scale + a.shift;
+}
+// Layer norm's output: x̂ (rounded to T) · w + b, per element (w, b per column).
+template <typename T>
+EMBER_HOST_DEVICE T layer_norm_value(T x, double mean, double invstd, T w, T b) {
+  return static_cast<T>(norm_xhat(x, mean, invstd)) * w + b;
+}
+// Layer norm backward: the upstream gradient times the element's weight (in T, as PyTorch), then summed in
+// double.
+template <typename T>
+EMBER_HOST_DEVICE double layer_norm_weighted_grad(T g, T w) {
+  return static_cast<double>(g * w);
+}
+// Gradient of the input through normalisation with the statistics of the same values (training batch
+// norm, layer norm), from Σg and Σg·x̂ over the n normalised values (g already times the weight for layer
+// norm; k = invstd·w for batch norm, invstd for layer norm):
+//   gx = k·(g - Σg/n - x̂·Σ(g·x̂)/n)
+// Eval-mode batch norm (fixed statistics): gx = k·g.
+struct NormGrad {
+  double k, mean_g, mean_gxhat;
+};
+EMBER_HOST_DEVICE NormGrad batch_norm_grad(double invstd, double w, double sum_g, double sum_gxhat, int64_t count,
+                                           bool training) {
+  const double n = static_cast<double>(count);
+  return {invstd * w, training ? sum_g / n : 0.0, training ? sum_gxhat / n : 0.0};
+}
+EMBER_HOST_DEVICE NormGrad layer_norm_grad(double invstd, double sum_gw, double sum_gw_xhat, int64_t D) {
+  const double n = static_cast<double>(D);
+  return {invstd, sum_gw / n, sum_gw_xhat / n};
+}
+EMBER_HOST_DEVICE double norm_grad_input(const NormGrad& c, double g, double xhat) {
+  return c.k * (g - c.mean_g - xhat * c.mean_gxhat);
+}
+
+// --- pooling ---------------------------------------------------------------------------------------------
 struct PoolWindow {
   int64_t h0, h1, w0, w1;  // clipped to the input: rows [h0, h1), columns [w0, w1)
   int64_t divisor;         // avg: the count PyTorch divides by (count_include_pad or the clipped window)

@@ -82,6 +82,32 @@ void BM_CrossEntropyForwardBackward(benchmark::State& state) {
 }
 BENCHMARK(BM_CrossEntropyForwardBackward)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
+// Wide rows (a 1000-class classifier, a vocabulary-sized softmax): the fused row kernels.
+void BM_SoftmaxForwardBackward(benchmark::State& state) {
+  Tensor x = randn({256, 1000}).requires_grad_();
+  const Tensor g = randn({256, 1000});
+  const bool log = state.range(0) != 0;
+  for (auto _ : state) {
+    (log ? log_softmax(x, 1) : softmax(x, 1)).backward(g);
+    benchmark::DoNotOptimize(x.grad().data_ptr());
+    x.set_grad({});
+  }
+}
+BENCHMARK(BM_SoftmaxForwardBackward)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void BM_CrossEntropyWideForwardBackward(benchmark::State& state) {
+  Tensor logits = randn({256, 1000}).requires_grad_();
+  const Tensor target = (rand({256}) * 1000.0f).to(DType::i64);
+  F::CrossEntropyOptions o;
+  o.label_smoothing = state.range(0) != 0 ? 0.1 : 0.0;
+  for (auto _ : state) {
+    F::cross_entropy(logits, target, o).backward();
+    benchmark::DoNotOptimize(logits.grad().data_ptr());
+    logits.set_grad({});
+  }
+}
+BENCHMARK(BM_CrossEntropyWideForwardBackward)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
 void BM_AdamStep(benchmark::State& state) {
   const int64_t n = state.range(0);
   Tensor p = randn({n}), g = randn({n}), m = zeros({n}), v = zeros({n});

@@ -36,7 +36,8 @@ struct Conv2dOptions {
   int64_t groups = 1;
 };
 // x [N, C, H, W] (or [C, H, W]), weight [O, C/groups, KH, KW], bias [O] or undefined → [N, O, OH, OW] with
-// OH = (H + 2·padding - dilation·(KH-1) - 1) / stride + 1.
+// OH = ⌊(H + 2·padding - dilation·(KH-1) - 1) / stride⌋ + 1; below 1 (the dilated kernel larger than the
+// padded input) throws, as PyTorch.
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = {}, const Conv2dOptions& options = {});
 
 struct Pool2dOptions {
@@ -44,9 +45,14 @@ struct Pool2dOptions {
   int64_t stride[2] = {0, 0};  // 0: the kernel size (PyTorch's default)
   int64_t padding[2] = {0, 0};
   bool count_include_pad = true;  // avg only
+  bool ceil_mode = false;         // ⌈⌉ instead of ⌊⌋ in OH, OW (PyTorch's ceil_mode)
 };
-// x [N, C, H, W] (or [C, H, W]) → [N, C, OH, OW], OH = (H + 2·padding - kernel) / stride + 1.
-// padding must be at most half the kernel. max: the gradient goes to each window's first maximum.
+// x [N, C, H, W] (or [C, H, W]) → [N, C, OH, OW], OH = ⌊(H + 2·padding - kernel) / stride⌋ + 1; below 1
+// (the kernel larger than the padded input) throws, as PyTorch. padding must be at most half the kernel.
+// ceil_mode rounds up instead, keeping a last window only where it starts inside the input or the left
+// padding (PyTorch's rule); a window reaching past the right padding is clipped there (avg with
+// count_include_pad divides by the window up to the end of the padding, as PyTorch).
+// max: the gradient goes to each window's first maximum.
 Tensor max_pool2d(const Tensor& x, const Pool2dOptions& options);
 Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& options);
 // Average pooling to [N, C, out_h, out_w]; H and W must be multiples of the output size (1×1: global).

@@ -1,4 +1,7 @@
 // conv2d and pooling: fused Backend ops with fused backward passes.
+#include <sstream>
+#include <string>
+
 #include "autograd/node.h"
 #include "core/raw.h"
 #include "nn/functional.h"
@@ -40,8 +43,42 @@ struct Conv2dBackward : autograd::Node {
   }
 };
 
-int64_t out_size(int64_t in, int64_t pad, int64_t dilation, int64_t kernel, int64_t stride) {
-  return (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
+// The output length along one dim, PyTorch's rule with floor division: (in + 2·pad - (dilation·(kernel-1)+1))
+// / stride + 1. A window larger than the padded input gives 0 or less here (C++'s truncating division would
+// round -1/2 up to 0 and give 1: a silent 1×1 output).
+// ceil_mode (pooling) rounds up instead, then drops a last window that would start past the input and the
+// left padding (PyTorch's pooling_output_shape).
+int64_t out_size(int64_t in, int64_t pad, int64_t dilation, int64_t kernel, int64_t stride, bool ceil_mode = false) {
+  const int64_t span = in + 2 * pad - (dilation * (kernel - 1) + 1) + (ceil_mode ? stride - 1 : 0);
+  int64_t out = (span >= 0 ? span / stride : -((-span + stride - 1) / stride)) + 1;
+  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
+  return out;
+}
+
+std::string pair_str(const int64_t* v) {
+  std::ostringstream s;
+  s << "[" << v[0] << ", " << v[1] << "]";
+  return s.str();
+}
+
+// Refuses an output of fewer than one element per spatial dim, as PyTorch ("Output size is too small"),
+// naming what gave it.
+void check_output_size(const char* op, const Shape& input, const int64_t* kernel, const int64_t* dilation,
+                       const int64_t* stride, const int64_t* padding, int64_t OH, int64_t OW, bool ceil_mode = false) {
+  if (OH > 0 && OW > 0) return;
+  const int64_t eff[2] = {dilation[0] * (kernel[0] - 1) + 1, dilation[1] * (kernel[1] - 1) + 1};
+  const bool dilated = dilation[0] != 1 || dilation[1] != 1;
+  const int64_t out[2] = {OH, OW};
+  std::ostringstream m;
+  m << op << ": output size is too small: the input " << input << " (H×W " << input[input.size() - 2] << "×"
+    << input[input.size() - 1] << ") with kernel " << pair_str(kernel);
+  if (dilated) m << " (dilation " << pair_str(dilation) << ": effective " << pair_str(eff) << ")";
+  m << ", stride " << pair_str(stride) << " and padding " << pair_str(padding) << (ceil_mode ? " (ceil_mode)" : "")
+    << " gives output " << pair_str(out)
+    << "; the " << (dilated ? "effective " : "") << "kernel must fit in the padded input ("
+    << (ceil_mode ? "H + 2·padding + stride - 1 >= kernel in ceil_mode" : "H + 2·padding >= kernel")
+    << "): use a smaller kernel, more padding or a larger input";
+  throw Error(m.str());
 }
 
 struct Pool2dBackward : autograd::Node {
@@ -72,15 +109,18 @@ Tensor pool2d(PoolOp op, const Tensor& input, const Pool2dOptions& o) {
     p.padding[i] = o.padding[i];
     EMBER_CHECK(p.kernel[i] > 0 && p.stride[i] > 0 && p.padding[i] >= 0, name, ": kernel [", o.kernel[0], ", ",
                 o.kernel[1], "] and stride must be positive, padding non-negative");
-    EMBER_CHECK(2 * p.padding[i] <= p.kernel[i], name, ": padding ", p.padding[i], " must be at most half the kernel ",
-                p.kernel[i]);
+    EMBER_CHECK(2 * o.padding[i] <= o.kernel[i], name, ": padding ", pair_str(o.padding),
+                " must be at most half the kernel ", pair_str(o.kernel),
+                " (PyTorch's rule: pad should be at most half of effective kernel size)");
   }
   p.count_include_pad = o.count_include_pad;
   const Tensor x = raw::contiguous(b.x);
-  const int64_t OH = out_size(x.size(2), p.padding[0], 1, p.kernel[0], p.stride[0]);
-  const int64_t OW = out_size(x.size(3), p.padding[1], 1, p.kernel[1], p.stride[1]);
-  EMBER_CHECK(OH > 0 && OW > 0, name, ": the input ", input.shape(), " is smaller than the kernel [", p.kernel[0], ", ",
-              p.kernel[1], "] (with padding)");
+  // The backends take OH, OW from y; their windows (nn_math::pool_window) clip a ceil_mode window that
+  // reaches past the padding.
+  const int64_t OH = out_size(x.size(2), p.padding[0], 1, p.kernel[0], p.stride[0], o.ceil_mode);
+  const int64_t OW = out_size(x.size(3), p.padding[1], 1, p.kernel[1], p.stride[1], o.ceil_mode);
+  const int64_t no_dilation[2] = {1, 1};
+  check_output_size(name, input.shape(), p.kernel, no_dilation, p.stride, p.padding, OH, OW, o.ceil_mode);
   Tensor y = raw::empty({x.size(0), x.size(1), OH, OW}, x.dtype(), x.device());
   Tensor idx = op == PoolOp::max ? raw::empty(y.shape(), DType::i64, x.device()) : Tensor();
   const TensorArg ia = idx.defined() ? idx.arg() : TensorArg{};
@@ -125,8 +165,8 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, con
   const Tensor x = raw::contiguous(b.x), w = raw::contiguous(weight);
   const int64_t OH = out_size(x.size(2), p.padding[0], p.dilation[0], w.size(2), p.stride[0]);
   const int64_t OW = out_size(x.size(3), p.padding[1], p.dilation[1], w.size(3), p.stride[1]);
-  EMBER_CHECK(OH > 0 && OW > 0, "conv2d: the input ", input.shape(), " is smaller than the (dilated) kernel ",
-              weight.shape(), " with padding [", p.padding[0], ", ", p.padding[1], "]");
+  const int64_t kernel[2] = {w.size(2), w.size(3)};
+  check_output_size("conv2d", input.shape(), kernel, p.dilation, p.stride, p.padding, OH, OW);
   Tensor y = raw::empty({x.size(0), O, OH, OW}, x.dtype(), x.device());
   const Tensor bc = bias.defined() ? raw::contiguous(bias) : Tensor();
   const TensorArg ba = bc.defined() ? bc.arg() : TensorArg{};
@@ -149,6 +189,8 @@ Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& options) { return pool2d
 Tensor adaptive_avg_pool2d(const Tensor& x, int64_t out_h, int64_t out_w) {
   EMBER_CHECK(x.dim() == 3 || x.dim() == 4, "adaptive_avg_pool2d: expected [N, C, H, W] or [C, H, W], got ", x.shape());
   const int64_t H = x.size(-2), W = x.size(-1);
+  EMBER_CHECK(H > 0 && W > 0, "adaptive_avg_pool2d: the input ", x.shape(),
+              " has an empty spatial dim; there is nothing to average");
   EMBER_CHECK(out_h > 0 && out_w > 0 && H % out_h == 0 && W % out_w == 0, "adaptive_avg_pool2d: output [", out_h, ", ",
               out_w, "] must divide the input's spatial size [", H, ", ", W, "]");
   if (out_h == 1 && out_w == 1) return mean(x, {-2, -1}, /*keepdim=*/true);

@@ -87,7 +87,7 @@ functional::Pool2dOptions pool_options(int64_t k, int64_t s, int64_t p) {
 std::string pool_describe(const char* name, const functional::Pool2dOptions& o) {
   const int64_t stride[2] = {o.stride[0] == 0 ? o.kernel[0] : o.stride[0], o.stride[1] == 0 ? o.kernel[1] : o.stride[1]};
   return std::string(name) + "(kernel=" + pair_str(o.kernel) + ", stride=" + pair_str(stride) +
-         ", padding=" + pair_str(o.padding) + ")";
+         ", padding=" + pair_str(o.padding) + (o.ceil_mode ? ", ceil_mode=true" : "") + ")";
 }
 }  // namespace
 

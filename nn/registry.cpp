@@ -109,22 +109,24 @@ const std::map<std::string, Entry>& table() {
           return std::make_shared<Conv2d>(need_channels(a, "conv2d"), a.integer("out_channels"), o, gen);
         }}},
       {"max_pool2d",
-       {{"kernel_size", "stride", "padding"},
+       {{"kernel_size", "stride", "padding", "ceil_mode"},
         [](const Args& a, Generator*) -> std::shared_ptr<Module> {
           functional::Pool2dOptions o;
           std::tie(o.kernel[0], o.kernel[1]) = a.pair("kernel_size");
           std::tie(o.stride[0], o.stride[1]) = a.pair("stride", 0);
           std::tie(o.padding[0], o.padding[1]) = a.pair("padding", 0);
+          o.ceil_mode = a.boolean("ceil_mode", false);
           return std::make_shared<MaxPool2d>(o);
         }}},
       {"avg_pool2d",
-       {{"kernel_size", "stride", "padding", "count_include_pad"},
+       {{"kernel_size", "stride", "padding", "count_include_pad", "ceil_mode"},
         [](const Args& a, Generator*) -> std::shared_ptr<Module> {
           functional::Pool2dOptions o;
           std::tie(o.kernel[0], o.kernel[1]) = a.pair("kernel_size");
           std::tie(o.stride[0], o.stride[1]) = a.pair("stride", 0);
           std::tie(o.padding[0], o.padding[1]) = a.pair("padding", 0);
           o.count_include_pad = a.boolean("count_include_pad", true);
+          o.ceil_mode = a.boolean("ceil_mode", false);
           return std::make_shared<AvgPool2d>(o);
         }}},
       {"adaptive_avg_pool2d",

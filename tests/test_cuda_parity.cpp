@@ -26,6 +26,7 @@
 #include "core/raw.h"  // bernoulli draws and the logical ops have no user-facing function
 #include "nn/init.h"
 #include "cuda_parity.h"
+#include "f32_softmax_goldens.h"
 #include "op_table.h"
 #include "test_helpers.h"
 
@@ -161,10 +162,12 @@ F::Conv2dOptions conv(int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh
   o.groups = groups;
   return o;
 }
-F::Pool2dOptions pool(int64_t kernel, int64_t stride, int64_t padding, bool count_include_pad = true) {
+F::Pool2dOptions pool(int64_t kernel, int64_t stride, int64_t padding, bool count_include_pad = true,
+                     bool ceil_mode = false) {
   F::Pool2dOptions o;
   o.kernel[0] = o.kernel[1] = kernel, o.stride[0] = o.stride[1] = stride, o.padding[0] = o.padding[1] = padding;
   o.count_include_pad = count_include_pad;
+  o.ceil_mode = ceil_mode;
   return o;
 }
 // Batch norm in training mode from seeded running statistics; returns y and the updated statistics.
@@ -207,6 +210,13 @@ const std::vector<NnCase>& nn_table() {
     {"avg_pool2d_overlapping", {N({2, 3, 7, 7})}, [](V x) { return Outs{F::avg_pool2d(x[0], pool(3, 2, 0))}; }},
     {"avg_pool2d_padding", {N({2, 3, 7, 7})}, [](V x) { return Outs{F::avg_pool2d(x[0], pool(3, 2, 1))}; }},
     {"avg_pool2d_padding_not_counted", {N({2, 3, 7, 7})}, [](V x) { return Outs{F::avg_pool2d(x[0], pool(3, 2, 1, false))}; }},
+    // ceil_mode: last windows clipped at the padding (8 → 5 rows), or dropped where they would start in it
+    {"max_pool2d_ceil", {N({2, 3, 8, 9})}, [](V x) { return Outs{F::max_pool2d(x[0], pool(3, 2, 1, true, true))}; }, Kind::exact},
+    {"max_pool2d_2x2_ceil", {N({2, 3, 5, 7})}, [](V x) { return Outs{F::max_pool2d(x[0], pool(2, 2, 0, true, true))}; }, Kind::exact},
+    {"max_pool2d_ceil_rule", {N({1, 2, 3, 5})}, [](V x) { return Outs{F::max_pool2d(x[0], pool(2, 2, 1, true, true))}; }, Kind::exact},
+    {"avg_pool2d_ceil", {N({2, 3, 8, 9})}, [](V x) { return Outs{F::avg_pool2d(x[0], pool(3, 2, 1, true, true))}; }},
+    {"avg_pool2d_ceil_not_counted", {N({2, 3, 8, 9})}, [](V x) { return Outs{F::avg_pool2d(x[0], pool(3, 2, 1, false, true))}; }},
+    {"avg_pool2d_ceil_unpadded", {N({2, 3, 8, 7})}, [](V x) { return Outs{F::avg_pool2d(x[0], pool(3, 2, 0, true, true))}; }},
     {"adaptive_avg_pool2d", {N({2, 3, 6, 6})}, [](V x) { return Outs{F::adaptive_avg_pool2d(x[0], 2, 3)}; }},
     {"adaptive_avg_pool2d_global", {N({2, 3, 6, 6})}, [](V x) { return Outs{F::adaptive_avg_pool2d(x[0])}; }},
     // normalisation (training mode also compares the updated running statistics)
@@ -232,6 +242,21 @@ const std::vector<NnCase>& nn_table() {
     {"cross_entropy_smoothing_ignore_none", {N({6, 5})}, [](V x) { return Outs{F::cross_entropy(x[0], labels(x, {0, 3, 4, 3, 1, 2}), xent(3, 0.2, R::none))}; }},
     {"cross_entropy_sum", {N({6, 5})}, [](V x) { return Outs{F::cross_entropy(x[0], labels(x, kTargets), xent(-100, 0, R::sum))}; }},
     {"cross_entropy_wide", {N({8, 1000})}, [](V x) { return Outs{F::cross_entropy(x[0], labels(x, {0, 999, 500, 1, 250, 750, 3, 998}))}; }},
+    // logits near ±1e3 (spread 3) and nearly tied at 1e3 (spread 1e-3: a few f32 spacings): the row sums
+    // accumulate in double on both devices and the formulas are one copy (backends/nn_math.h), so these
+    // take the elementwise tolerance: a device that shifted exp by a log-sum-exp rounded to f32 (rows
+    // summing to 1 ± 2e-5) where the other does not fails it. tests/test_nn_functional.cpp pins the CPU's
+    // values at such logits to PyTorch's.
+    {"softmax_large_logits", {N({8, 300})}, [](V x) { return Outs{softmax(x[0] * 3.0 + 1000.0, -1)}; }, Kind::elementwise, Kind::elementwise},
+    {"softmax_nearly_tied", {N({8, 300})}, [](V x) { return Outs{softmax(x[0] * 1e-3 + 1000.0, -1)}; }, Kind::elementwise, Kind::elementwise},
+    {"softmax_negative_large_logits", {N({8, 300})}, [](V x) { return Outs{softmax(x[0] * 3.0 - 1000.0, -1)}; }, Kind::elementwise, Kind::elementwise},
+    {"log_softmax_large_logits", {N({8, 300})}, [](V x) { return Outs{log_softmax(x[0] * 3.0 + 1000.0, -1)}; }, Kind::elementwise, Kind::elementwise},
+    {"log_softmax_nearly_tied", {N({8, 300})}, [](V x) { return Outs{log_softmax(x[0] * 1e-3 - 1000.0, -1)}; }, Kind::elementwise, Kind::elementwise},
+    {"cross_entropy_large_logits", {N({6, 5})}, [](V x) { return Outs{F::cross_entropy(x[0] * 3.0 + 1000.0, labels(x, kTargets))}; }, Kind::elementwise, Kind::elementwise},
+    {"cross_entropy_nearly_tied", {N({6, 5})}, [](V x) { return Outs{F::cross_entropy(x[0] * 1e-3 + 1000.0, labels(x, kTargets), xent(-100, 0, R::none))}; }, Kind::elementwise, Kind::elementwise},
+    {"cross_entropy_large_smoothing", {N({6, 5})}, [](V x) { return Outs{F::cross_entropy(x[0] * 3.0 - 1000.0, labels(x, kTargets), xent(-100, 0.1))}; }, Kind::elementwise, Kind::elementwise},
+    {"cross_entropy_large_ignore_index", {N({6, 5})}, [](V x) { return Outs{F::cross_entropy(x[0] * 3.0 + 1000.0, labels(x, {0, 2, 4, 2, 1, 3}), xent(2, 0.2, R::sum))}; }, Kind::elementwise, Kind::elementwise},
+    {"cross_entropy_large_wide", {N({8, 1000})}, [](V x) { return Outs{F::cross_entropy(x[0] * 3.0 + 1000.0, labels(x, {0, 999, 500, 1, 250, 750, 3, 998}))}; }, Kind::elementwise, Kind::elementwise},
     {"nll_loss", {N({6, 5})}, [](V x) { return Outs{F::nll_loss(log_softmax(x[0], 1), labels(x, kTargets))}; }},
     {"mse_loss", {N({3, 4}), N({3, 4})}, [](V x) { return Outs{F::mse_loss(x[0], x[1])}; }},
     {"l1_loss", {N({3, 4}), N({3, 4})}, [](V x) { return Outs{F::l1_loss(x[0], x[1], R::sum)}; }},
@@ -264,6 +289,11 @@ NnRun run_nn(size_t row, DType dtype, Device device) {
   r.outs[0].backward(random_values(r.outs[0].shape(), Domain::normal, upstream, r.outs[0].dtype(), device));
   return r;
 }
+
+// The f32 goldens at large and nearly tied logits (tests/f32_softmax_goldens.h) on the GPU, against PyTorch's
+// values directly: 8 ulp where the CPU is held to 4 (the device's expf/logf are within 2 ulp of glibc's, not
+// correctly rounded). The old kernels missed by 12 to 1661 ulp.
+TEST_F(Cuda, F32SoftmaxAndCrossEntropyGoldensAtLargeLogits) { test::check_f32_softmax_goldens(kGpu, 8); }
 
 using NnParam = std::tuple<size_t, DType>;
 class CudaNnParity : public CudaWithParam<NnParam> {};

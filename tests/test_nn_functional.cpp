@@ -5,11 +5,17 @@
 
 #include <ember/ember.h>
 
+#include "f32_softmax_goldens.h"
 #include "test_helpers.h"
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "autograd/gradcheck.h"
 #include "core/safetensors.h"
@@ -66,10 +72,11 @@ F::Conv2dOptions conv(int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh
   return o;
 }
 
-F::Pool2dOptions pool(int64_t k, int64_t s, int64_t p, bool include_pad = true) {
+F::Pool2dOptions pool(int64_t k, int64_t s, int64_t p, bool include_pad = true, bool ceil_mode = false) {
   F::Pool2dOptions o;
   o.kernel[0] = o.kernel[1] = k, o.stride[0] = o.stride[1] = s, o.padding[0] = o.padding[1] = p;
   o.count_include_pad = include_pad;
+  o.ceil_mode = ceil_mode;
   return o;
 }
 
@@ -96,6 +103,29 @@ TEST(NnFunctional, Pooling) {
   check_case("avgpool", {"x"}, [](auto& m) { return F::avg_pool2d(m.at("x"), pool(3, 2, 1)); });
   check_case("avgpool_nopad", {"x"}, [](auto& m) { return F::avg_pool2d(m.at("x"), pool(3, 2, 1, false)); });
   check_case("adaptive", {"x"}, [](auto& m) { return F::adaptive_avg_pool2d(m.at("x"), 1, 1); });
+}
+
+// ceil_mode: PyTorch's output sizes (a last window past the padding, clipped; one that would start in the
+// right padding dropped), values, gradients (avg divisors of the clipped windows) and gradcheck.
+TEST(NnFunctional, PoolingCeilMode) {
+  check_case("maxpool_ceil", {"x"}, [](auto& m) { return F::max_pool2d(m.at("x"), pool(3, 2, 1, true, true)); });
+  check_case("avgpool_ceil", {"x"}, [](auto& m) { return F::avg_pool2d(m.at("x"), pool(3, 2, 1, true, true)); });
+  check_case("avgpool_ceil_nopad", {"x"}, [](auto& m) { return F::avg_pool2d(m.at("x"), pool(3, 2, 1, false, true)); });
+  check_case("avgpool_ceil_unpadded", {"x"}, [](auto& m) { return F::avg_pool2d(m.at("x"), pool(3, 2, 0, true, true)); });
+  check_case("maxpool_ceil_rule", {"x"}, [](auto& m) { return F::max_pool2d(m.at("x"), pool(2, 2, 1, true, true)); });
+  check_case("avgpool_ceil_rule", {"x"}, [](auto& m) { return F::avg_pool2d(m.at("x"), pool(2, 2, 1, true, true)); });
+  check_case("maxpool2x2_ceil", {"x"}, [](auto& m) { return F::max_pool2d(m.at("x"), pool(2, 2, 0, true, true)); });
+  // f32 over odd sizes (the 2x2 fast path's dtype) gives the same
+  const Tensor x = get("maxpool2x2_ceil.x").to(DType::f32);
+  expect_close(F::max_pool2d(x, pool(2, 2, 0, true, true)), get("maxpool2x2_ceil.y"), "f32 2x2 ceil", 1e-6);
+  // A window may overhang the input by up to stride - 1 in ceil_mode (PyTorch: 3 and 1.5 here, the avg over
+  // the clipped window), not more.
+  const Tensor small = arange(0, 4, 1, {.dtype = DType::f64}).reshape({1, 1, 2, 2});
+  EXPECT_EQ(F::max_pool2d(small, pool(3, 2, 0, true, true)).to_vector<double>(), std::vector<double>{3.0});
+  EXPECT_EQ(F::avg_pool2d(small, pool(3, 2, 0, true, true)).to_vector<double>(), std::vector<double>{1.5});
+  EXPECT_TRUE(test::throws_error([] { F::max_pool2d(zeros({1, 1, 1, 1}), pool(4, 2, 0, true, true)); },
+                                 {"max_pool2d", "output size is too small", "(ceil_mode)", "output [0, 0]",
+                                  "H + 2·padding + stride - 1 >= kernel"}));
 }
 
 TEST(NnFunctional, BatchNormTrainingUpdatesRunningStats) {
@@ -196,10 +226,13 @@ TEST(NnFunctional, ErrorMessages) {
   const Tensor x = zeros({2, 3, 5, 5});
   EXPECT_TRUE(test::throws_error([&] { F::conv2d(x, zeros({4, 2, 3, 3})); }, {"conv2d", "3 channels", "expects 2"}));
   EXPECT_TRUE(test::throws_error([&] { F::conv2d(zeros({5, 5}), zeros({4, 3, 3, 3})); }, {"conv2d", "[N, C, H, W]", "[5, 5]"}));
-  EXPECT_TRUE(test::throws_error([&] { F::conv2d(x, zeros({4, 3, 7, 7})); }, {"conv2d", "smaller than"}));
+  EXPECT_TRUE(test::throws_error([&] { F::conv2d(x, zeros({4, 3, 7, 7})); },
+                                 {"conv2d", "output size is too small", "[2, 3, 5, 5]", "kernel [7, 7]", "output [-1, -1]"}));
   EXPECT_TRUE(test::throws_error([&] { F::conv2d(x, zeros({4, 3, 3, 3}), zeros({5})); }, {"conv2d", "bias must be [4]"}));
   EXPECT_TRUE(test::throws_error([&] { F::conv2d(x, zeros({4, 3, 3, 3}, {.dtype = DType::f64})); }, {"conv2d", "f32", "f64"}));
   EXPECT_TRUE(test::throws_error([&] { F::max_pool2d(x, pool(2, 2, 2)); }, {"max_pool2d", "at most half"}));
+  EXPECT_TRUE(test::throws_error([&] { F::avg_pool2d(x, pool(3, 1, 2)); },
+                                 {"avg_pool2d", "padding [2, 2] must be at most half the kernel [3, 3]"}));
   EXPECT_TRUE(test::throws_error([&] { F::cross_entropy(zeros({4, 3}), from_vector<int64_t>({0, 1, 3, 2})); },
                {"cross_entropy", "target 3", "sample 2", "[0, 3)"}));
   EXPECT_TRUE(test::throws_error([&] { F::cross_entropy(zeros({4, 3}), zeros({4})); }, {"cross_entropy", "i64"}));
@@ -210,6 +243,73 @@ TEST(NnFunctional, ErrorMessages) {
   EXPECT_TRUE(test::throws_error([&] { F::linear(zeros({2, 3}), zeros({4, 5})); }, {"linear", "in_features 5"}));
   EXPECT_TRUE(test::throws_error([&] { F::dropout(x, 1.5, true); }, {"dropout", "[0, 1]"}));
   EXPECT_TRUE(test::throws_error([&] { F::embedding(from_vector<int64_t>({7}), zeros({4, 2})); }, {"index 7", "out of range"}));
+}
+
+// Rows with a non-finite max give NaN throughout, as PyTorch 1.13 (softmax, log_softmax and cross entropy
+// of [inf, 0, 1], [-inf, -inf, -inf] and [nan, 0, 1] are all NaN); a -inf logit among finite ones is a 0
+// probability (log: -inf).
+TEST(NnFunctional, SoftmaxNonFiniteRowsAsPyTorch) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor x = from_vector<float>({inf, 0, 1, -inf, -inf, -inf, nan, 0, 1, -inf, 0, 1}, {4, 3});
+  const auto p = softmax(x, 1).to_vector<float>(), lp = log_softmax(x, 1).to_vector<float>();
+  const auto loss = F::cross_entropy(x, from_vector<int64_t>({1, 1, 1, 1}), {.reduction = F::Reduction::none})
+                        .to_vector<float>();
+  for (int i = 0; i < 9; ++i) {
+    EXPECT_TRUE(std::isnan(p[i])) << i;
+    EXPECT_TRUE(std::isnan(lp[i])) << i;
+  }
+  for (int r = 0; r < 3; ++r) EXPECT_TRUE(std::isnan(loss[r])) << r;
+  EXPECT_EQ(p[9], 0.0f);
+  EXPECT_EQ(lp[9], -inf);
+  EXPECT_NEAR(p[11], 0.7310586f, 1e-7);
+  EXPECT_NEAR(loss[3], 1.3132616f, 1e-6);
+}
+
+// A window larger than the padded input: PyTorch refuses ("Output size is too small"); truncating division
+// gave a silent 1×1 output here (e.g. (2 - 3) / 2 + 1 = 1). Each message names the op, the input, kernel,
+// stride, padding and the output size the arithmetic gives.
+TEST(NnFunctional, WindowLargerThanThePaddedInputIsRefused) {
+  const Tensor x = zeros({2, 3, 2, 3});
+  for (const bool max : {true, false}) {
+    const char* op = max ? "max_pool2d" : "avg_pool2d";
+    const auto run = [&](const F::Pool2dOptions& o) { return max ? F::max_pool2d(x, o) : F::avg_pool2d(x, o); };
+    EXPECT_TRUE(test::throws_error([&] { run(pool(4, 3, 0)); },
+                                   {op, "output size is too small", "[2, 3, 2, 3]", "H×W 2×3", "kernel [4, 4]",
+                                    "stride [3, 3]", "padding [0, 0]", "output [0, 0]", "larger input"}));
+    EXPECT_TRUE(test::throws_error([&] { run(pool(3, 2, 0)); }, {op, "kernel [3, 3]", "output [0, 1]"}));
+    // unbatched input: the message shows the shape given
+    const Tensor x3 = x.select(0, 0);
+    EXPECT_TRUE(test::throws_error([&] { max ? F::max_pool2d(x3, pool(3, 2, 0)) : F::avg_pool2d(x3, pool(3, 2, 0)); },
+                                   {op, "the input [3, 2, 3]", "output [0, 1]"}));
+    // padding makes it fit: PyTorch's sizes
+    EXPECT_EQ(run(pool(3, 2, 1)).shape(), Shape({2, 3, 1, 2}));
+    EXPECT_EQ(run(pool(2, 2, 0)).shape(), Shape({2, 3, 1, 1}));
+  }
+  // conv2d with dilation: kernel 3, dilation 3 spans 7 > 5 + 2·0; stride 2 truncated (-2)/2 + 1 to 0 + 1 before
+  const Tensor xc = zeros({1, 3, 5, 6}), w = zeros({4, 3, 3, 3});
+  EXPECT_TRUE(test::throws_error([&] { F::conv2d(xc, w, {}, conv(2, 2, 0, 0, 3, 3, 1)); },
+                                 {"conv2d", "output size is too small", "[1, 3, 5, 6]", "kernel [3, 3]",
+                                  "dilation [3, 3]: effective [7, 7]", "stride [2, 2]", "padding [0, 0]",
+                                  "output [0, 0]"}));
+  EXPECT_EQ(F::conv2d(xc, w, {}, conv(2, 2, 1, 1, 3, 3, 1)).shape(), Shape({1, 4, 1, 1}));  // 5 + 2 - 7 = 0: fits
+  // adaptive pooling: an empty spatial dim, an output larger than the input
+  EXPECT_TRUE(test::throws_error([&] { F::adaptive_avg_pool2d(zeros({1, 2, 0, 4})); },
+                                 {"adaptive_avg_pool2d", "[1, 2, 0, 4]", "empty spatial dim"}));
+  EXPECT_TRUE(test::throws_error([&] { F::adaptive_avg_pool2d(zeros({1, 2, 3, 3}), 4, 4); },
+                                 {"adaptive_avg_pool2d", "output [4, 4]", "[3, 3]"}));
+}
+
+// f32 softmax, log_softmax and cross entropy against PyTorch's f32 results (tests/f32_softmax_goldens.h)
+// on logits near ±1e3 and 5e3, nearly tied (multiples of f32's spacing at 1e3), exactly tied and O(1):
+// forward and backward within 4 ulp (1.6 at worst now). A log-sum-exp rounded to f32 and used as the shift
+// of exp (the old kernels) is off by up to 3e-5 there: rows summing to 1 ± 2e-5, 12 to 1661 ulp.
+TEST(NnFunctional, F32SoftmaxAndCrossEntropyAtLargeLogitsMatchPyTorch) {
+  test::check_f32_softmax_goldens(kCPU, 4);
+  // The non-fused path (softmax over a dim other than the last) agrees with the fused one at these logits.
+  const Tensor x = get("f32_softmax_large.x");
+  test::expect_f32_ulps(softmax(x.t().contiguous(), 0).t(), get("f32_softmax_large.y"), "softmax dim 0", 4, 0.0);
+  test::expect_f32_ulps(log_softmax(x.t().contiguous(), 0).t(), get("f32_log_softmax_large.y"), "log_softmax dim 0",
+                        4, 1.0);
 }
 
 // f32 convolutions take the fast path (oneDNN where the build has it, else im2col + GEMM); they must agree

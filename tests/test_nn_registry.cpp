@@ -67,6 +67,17 @@ TEST(Registry, MlpOnFlatInputAndEveryType) {
   EXPECT_EQ(nn::layer_keys("linear"), (std::vector<std::string>{"out_features", "bias"}));
 }
 
+TEST(Registry, PoolCeilMode) {
+  // 7 x 7 → 4 x 4 with ceil_mode (3 x 3 without), as PyTorch's MaxPool2d(2, ceil_mode=True)
+  auto pools = nn::build_sequential({spec("max_pool2d", {{"kernel_size", int64_t{2}}, {"ceil_mode", true}}),
+                                     spec("avg_pool2d", {{"kernel_size", int64_t{3}}, {"stride", int64_t{2}}, {"ceil_mode", true}})},
+                                    {3, 7, 7});
+  EXPECT_EQ(pools->forward(zeros({2, 3, 7, 7})).shape(), Shape({2, 3, 2, 2}));  // 4 → ⌈(4 - 3) / 2⌉ + 1 = 2
+  const std::string d = (*pools)[0]->describe();
+  EXPECT_NE(d.find("ceil_mode=true"), std::string::npos) << d;
+  expect_error({spec("max_pool2d", {{"kernel_size", int64_t{2}}, {"ceil_mode", int64_t{1}}})}, {"'ceil_mode'", "true or false"});
+}
+
 TEST(Registry, Errors) {
   expect_error({spec("conv2", {{"out_channels", int64_t{4}}})},
                {"cfg.yaml:3: model[0]", "unknown layer type 'conv2'", "did you mean 'conv2d'", "valid types:", "max_pool2d"});
@@ -83,6 +94,24 @@ TEST(Registry, Errors) {
   expect_error({spec("flatten"), spec("conv2d", {{"out_channels", int64_t{4}}, {"kernel_size", int64_t{3}}}, "cfg.yaml:9: model[1]")},
                {"cfg.yaml:9: model[1]", "conv2d needs image input [C, H, W]", "[784]"});
   expect_error({spec("conv2d", {{"out_channels", int64_t{4}}, {"kernel_size", int64_t{9}}})},
-               {"cfg.yaml:3: model[0] (conv2d)", "does not fit the input [1, 4, 4]", "smaller than"}, {1, 4, 4});
+               {"cfg.yaml:3: model[0] (conv2d)", "does not fit the input [1, 4, 4]", "output size is too small"}, {1, 4, 4});
+  // A pool window larger than its (inferred) input fails when the model is built, naming the layer; it gave
+  // a 1×1 output before (truncating division).
+  expect_error({spec("max_pool2d", {{"kernel_size", int64_t{5}}, {"stride", int64_t{2}}})},
+               {"cfg.yaml:3: model[0] (max_pool2d)", "does not fit the input [3, 4, 4]", "output size is too small",
+                "kernel [5, 5]", "stride [2, 2]", "padding [0, 0]", "output [0, 0]"},
+               {3, 4, 4});
+  expect_error({spec("conv2d", {{"out_channels", int64_t{4}}, {"kernel_size", int64_t{3}}, {"stride", int64_t{2}}}),
+                spec("avg_pool2d", {{"kernel_size", int64_t{3}}, {"stride", int64_t{2}}}, "cfg.yaml:7: model[1]")},
+               {"cfg.yaml:7: model[1] (avg_pool2d)", "does not fit the input [4, 2, 2]", "output size is too small",
+                "output [0, 0]"},
+               {1, 5, 5});
+  expect_error({spec("conv2d", {{"out_channels", int64_t{4}}, {"kernel_size", int64_t{3}}, {"dilation", int64_t{3}},
+                                {"stride", int64_t{2}}})},
+               {"(conv2d)", "output size is too small", "dilation [3, 3]", "effective [7, 7]"}, {1, 6, 6});
+  expect_error({spec("max_pool2d", {{"kernel_size", int64_t{2}}, {"padding", int64_t{2}}})},
+               {"(max_pool2d)", "at most half the kernel [2, 2]"}, {1, 6, 6});
+  expect_error({spec("adaptive_avg_pool2d", {{"output_size", int64_t{4}}})},
+               {"(adaptive_avg_pool2d)", "must divide the input's spatial size [3, 3]"}, {1, 3, 3});
   expect_error({spec("dropout", {{"p", 1.5}})}, {"'p' must be in [0, 1)"});
 }

@@ -1,9 +1,11 @@
 // batch_norm over x [N, C, S] (one channel per task) and layer_norm over x [M, D] (one row per task).
-// Statistics accumulate in double, two passes (mean, then squared deviations) for accuracy.
+// Statistics accumulate in double, two passes (mean, then squared deviations) for accuracy. The formulas
+// are backends/nn_math.h's (shared with backends/cuda/norm.cu).
 #include <cmath>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/parallel.h"
+#include "backends/nn_math.h"
 
 namespace ember::cpu {
 namespace {
@@ -38,25 +40,23 @@ void bn_forward(const TensorArg& x, const TensorArg* weight, const TensorArg* bi
         for (int64_t n = 0; n < N; ++n) {
           const T* p = x.ptr<T>() + (n * C + c) * S;
 #pragma omp simd reduction(+ : sq)
-          for (int64_t s = 0; s < S; ++s) sq += (p[s] - mean) * (p[s] - mean);
+          for (int64_t s = 0; s < S; ++s) sq += nn_math::norm_sq_dev(p[s], mean);
         }
-        const double var = sq / count;
-        invstd = 1.0 / std::sqrt(var + eps);
-        if (rm != nullptr) rm[c] = static_cast<T>((1 - momentum) * rm[c] + momentum * mean);
-        if (rv != nullptr) rv[c] = static_cast<T>((1 - momentum) * rv[c] + momentum * sq / (count - 1));
+        invstd = nn_math::norm_invstd(sq / count, eps);
+        if (rm != nullptr) rm[c] = nn_math::norm_running_update(rm[c], momentum, mean);
+        if (rv != nullptr) rv[c] = nn_math::norm_running_update(rv[c], momentum, sq / (count - 1));
       } else {
         mean = rm[c];
-        invstd = 1.0 / std::sqrt(static_cast<double>(rv[c]) + eps);
+        invstd = nn_math::norm_invstd(rv[c], eps);
       }
       save_mean.ptr<T>()[c] = static_cast<T>(mean);
       save_invstd.ptr<T>()[c] = static_cast<T>(invstd);
-      const T scale = static_cast<T>(invstd * (w ? w[c] : 1.0));
-      const T shift = static_cast<T>((b ? b[c] : 0.0) - mean * invstd * (w ? w[c] : 1.0));
+      const auto affine = nn_math::batch_norm_affine<T>(mean, invstd, w ? w[c] : 1.0, b ? b[c] : 0.0);
       for (int64_t n = 0; n < N; ++n) {
         const T* p = x.ptr<T>() + (n * C + c) * S;
         T* q = y.ptr<T>() + (n * C + c) * S;
 #pragma omp simd
-        for (int64_t s = 0; s < S; ++s) q[s] = p[s] * scale + shift;
+        for (int64_t s = 0; s < S; ++s) q[s] = nn_math::batch_norm_value(p[s], affine);
       }
     }
   });
@@ -78,24 +78,21 @@ void bn_backward(const TensorArg& gy, const TensorArg& x, const TensorArg* weigh
 #pragma omp simd reduction(+ : sum_g, sum_g_xhat)
         for (int64_t s = 0; s < S; ++s) {
           sum_g += g[s];
-          sum_g_xhat += g[s] * (p[s] - mean) * invstd;
+          sum_g_xhat += g[s] * nn_math::norm_xhat(p[s], mean, invstd);
         }
       }
       if (gw != nullptr) gw->ptr<T>()[c] = static_cast<T>(sum_g_xhat);
       if (gb != nullptr) gb->ptr<T>()[c] = static_cast<T>(sum_g);
       if (gx == nullptr) continue;
-      const double k = invstd * (w ? w[c] : 1.0);
+      const nn_math::NormGrad coef =
+          nn_math::batch_norm_grad(invstd, w ? w[c] : 1.0, sum_g, sum_g_xhat, count, training);
       for (int64_t n = 0; n < N; ++n) {
         const T* g = gy.ptr<T>() + (n * C + c) * S;
         const T* p = x.ptr<T>() + (n * C + c) * S;
         T* out = gx->ptr<T>() + (n * C + c) * S;
-        // gx = k·(g - Σg/count - x̂·Σ(g·x̂)/count) in training (through the batch statistics), k·g in eval
-        const double mean_g = training ? sum_g / count : 0.0, mean_gx = training ? sum_g_xhat / count : 0.0;
 #pragma omp simd
-        for (int64_t s = 0; s < S; ++s) {
-          const double xhat = (p[s] - mean) * invstd;
-          out[s] = static_cast<T>(k * (g[s] - mean_g - xhat * mean_gx));
-        }
+        for (int64_t s = 0; s < S; ++s)
+          out[s] = static_cast<T>(nn_math::norm_grad_input(coef, g[s], nn_math::norm_xhat(p[s], mean, invstd)));
       }
     }
   });
@@ -112,15 +109,13 @@ void ln_forward(const TensorArg& x, const TensorArg* weight, const TensorArg* bi
       double sum = 0, sq = 0;
       for (int64_t d = 0; d < D; ++d) sum += p[d];
       const double mean = sum / D;
-      for (int64_t d = 0; d < D; ++d) sq += (p[d] - mean) * (p[d] - mean);
-      const double invstd = 1.0 / std::sqrt(sq / D + eps);
+      for (int64_t d = 0; d < D; ++d) sq += nn_math::norm_sq_dev(p[d], mean);
+      const double invstd = nn_math::norm_invstd(sq / D, eps);
       save_mean.ptr<T>()[r] = static_cast<T>(mean);
       save_invstd.ptr<T>()[r] = static_cast<T>(invstd);
       T* q = y.ptr<T>() + r * D;
-      for (int64_t d = 0; d < D; ++d) {
-        const T xhat = static_cast<T>((p[d] - mean) * invstd);
-        q[d] = xhat * (w ? w[d] : T(1)) + (b ? b[d] : T(0));
-      }
+      for (int64_t d = 0; d < D; ++d)
+        q[d] = nn_math::layer_norm_value(p[d], mean, invstd, w ? w[d] : T(1), b ? b[d] : T(0));
     }
   });
 }
@@ -135,17 +130,18 @@ void ln_backward(const TensorArg& gy, const TensorArg& x, const TensorArg* weigh
     parallel_for(M, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, D)), [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         const T *g = gy.ptr<T>() + r * D, *p = x.ptr<T>() + r * D;
+        const double m = mean[r], is = invstd[r];
         double sum_gw = 0, sum_gw_xhat = 0;
         for (int64_t d = 0; d < D; ++d) {
-          const double gwd = g[d] * (w ? w[d] : T(1));
+          const double gwd = nn_math::layer_norm_weighted_grad(g[d], w ? w[d] : T(1));
           sum_gw += gwd;
-          sum_gw_xhat += gwd * (p[d] - mean[r]) * invstd[r];
+          sum_gw_xhat += gwd * nn_math::norm_xhat(p[d], m, is);
         }
+        const nn_math::NormGrad coef = nn_math::layer_norm_grad(is, sum_gw, sum_gw_xhat, D);
         T* out = gx->ptr<T>() + r * D;
         for (int64_t d = 0; d < D; ++d) {
-          const double xhat = (p[d] - mean[r]) * invstd[r];
-          const double gwd = g[d] * (w ? w[d] : T(1));
-          out[d] = static_cast<T>(invstd[r] * (gwd - sum_gw / D - xhat * sum_gw_xhat / D));
+          const double gwd = nn_math::layer_norm_weighted_grad(g[d], w ? w[d] : T(1));
+          out[d] = static_cast<T>(nn_math::norm_grad_input(coef, gwd, nn_math::norm_xhat(p[d], m, is)));
         }
       }
     });
@@ -157,7 +153,7 @@ void ln_backward(const TensorArg& gy, const TensorArg& x, const TensorArg* weigh
         for (int64_t r = 0; r < M; ++r) {
           const T g = gy.ptr<T>()[r * D + d];
           sb += g;
-          sw += g * (x.ptr<T>()[r * D + d] - mean[r]) * invstd[r];
+          sw += g * nn_math::norm_xhat(x.ptr<T>()[r * D + d], mean[r], invstd[r]);
         }
         if (gw != nullptr) gw->ptr<T>()[d] = static_cast<T>(sw);
         if (gb != nullptr) gb->ptr<T>()[d] = static_cast<T>(sb);

@@ -1,5 +1,6 @@
-// max/avg pool2d over NCHW, one (n, c) plane per task. The output size is the caller's (core computes
-// OH = (H + 2·pad - kernel) / stride + 1).
+// max/avg pool2d over NCHW, one (n, c) plane per task. The output size is the caller's (nn computes
+// OH = ⌊(H + 2·pad - kernel) / stride⌋ + 1, or ⌈⌉ in ceil_mode, whose last window may reach past the
+// padding: nn_math::pool_window clips it).
 #include <algorithm>
 
 #include "backends/cpu/cpu_backend.h"
@@ -47,8 +48,9 @@ void pool_forward(PoolOp op, const TensorArg& x, const TensorArg& y, int64_t* in
   const int64_t planes = x.shape[0] * x.shape[1], H = x.shape[2], W = x.shape[3], OH = y.shape[2], OW = y.shape[3];
   const T* in = x.ptr<T>();
   T* out = y.ptr<T>();
+  // (not in ceil_mode over an odd size: its last window is partial)
   const bool fast_2x2 = op == PoolOp::max && p.kernel[0] == 2 && p.kernel[1] == 2 && p.stride[0] == 2 &&
-                        p.stride[1] == 2 && p.padding[0] == 0 && p.padding[1] == 0;
+                        p.stride[1] == 2 && p.padding[0] == 0 && p.padding[1] == 0 && 2 * OH <= H && 2 * OW <= W;
   parallel_for(planes, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, H * W)), [&](int64_t begin, int64_t end) {
     for (int64_t pl = begin; pl < end; ++pl) {
       const T* xp = in + pl * H * W;

@@ -1,27 +1,34 @@
-// softmax / log_softmax over rows, and cross entropy with class indices, one row per task.
+// softmax / log_softmax over rows, and cross entropy with class indices, one row per task. The formulas
+// are backends/nn_math.h's (shared with backends/cuda/softmax_xent.cu); sums accumulate in double.
+#include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <limits>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/parallel.h"
 #include "backends/kernels.h"
+#include "backends/nn_math.h"
 
 namespace ember::cpu {
 namespace {
 
 int64_t row_grain(int64_t D) { return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, D)); }
 
-// max and log-sum-exp of one row
+// The row's max (NaN wins).
 template <typename T>
-T row_logsumexp(const T* x, int64_t D) {
+T row_max(const T* x, int64_t D) {
   T m = -std::numeric_limits<T>::infinity();
   for (int64_t j = 0; j < D; ++j) m = kernels::m_max(m, x[j]);
-  if (std::isinf(m)) return m;  // all -inf (or +inf present): lse is m
+  return m;
+}
+
+// Σ softmax_term(x_j, shift) in double.
+template <typename T>
+double row_sum_exp(const T* x, int64_t D, T shift) {
   double s = 0;
-  for (int64_t j = 0; j < D; ++j) s += kernels::m_exp(x[j] - m);
-  // s ≥ 1 (the maximum contributes exp(0)) or NaN: never log(0).
-  // cppcheck-suppress invalidFunctionArg
-  return m + static_cast<T>(std::log(s));
+  for (int64_t j = 0; j < D; ++j) s += nn_math::softmax_term(x[j], shift);
+  return s;
 }
 
 template <typename T>
@@ -31,8 +38,16 @@ void softmax_rows(const TensorArg& x, const TensorArg& y, bool log) {
     for (int64_t r = begin; r < end; ++r) {
       const T* xr = x.ptr<T>() + r * D;
       T* yr = y.ptr<T>() + r * D;
-      const T lse = row_logsumexp(xr, D);
-      for (int64_t j = 0; j < D; ++j) yr[j] = log ? xr[j] - lse : kernels::m_exp(xr[j] - lse);
+      const T m = row_max(xr, D);
+      if (log) {
+        const T log_sum = nn_math::softmax_log_sum<T>(row_sum_exp(xr, D, m));
+        for (int64_t j = 0; j < D; ++j) yr[j] = nn_math::log_softmax_value(xr[j], m, log_sum);
+      } else {  // the terms go to y, then are scaled by 1/s
+        double s = 0;
+        for (int64_t j = 0; j < D; ++j) s += (yr[j] = nn_math::softmax_term(xr[j], m));
+        const double inv = 1.0 / s;
+        for (int64_t j = 0; j < D; ++j) yr[j] = nn_math::softmax_value(yr[j], inv);
+      }
     }
   });
 }
@@ -46,13 +61,8 @@ void softmax_rows_backward(const TensorArg& gy, const TensorArg& y, const Tensor
       const T* yr = y.ptr<T>() + r * D;
       T* out = gx.ptr<T>() + r * D;
       double dot = 0;
-      if (log) {  // d log_softmax: g - softmax · Σg
-        for (int64_t j = 0; j < D; ++j) dot += g[j];
-        for (int64_t j = 0; j < D; ++j) out[j] = g[j] - kernels::m_exp(yr[j]) * static_cast<T>(dot);
-      } else {  // d softmax: y · (g - Σ g·y)
-        for (int64_t j = 0; j < D; ++j) dot += static_cast<double>(g[j]) * yr[j];
-        for (int64_t j = 0; j < D; ++j) out[j] = yr[j] * (g[j] - static_cast<T>(dot));
-      }
+      for (int64_t j = 0; j < D; ++j) dot += nn_math::softmax_backward_term(g[j], yr[j], log);
+      for (int64_t j = 0; j < D; ++j) out[j] = nn_math::softmax_backward_value(g[j], yr[j], dot, log);
     }
   });
 }
@@ -82,24 +92,16 @@ void xent_forward(const TensorArg& logits, const TensorArg& target, const Tensor
     for (int64_t n = begin; n < end; ++n) {
       const T* x = logits.ptr<T>() + n * C;
       const int64_t t = target.ptr<int64_t>()[n];
-      const T l = row_logsumexp(x, C);
-      lse.ptr<T>()[n] = l;
-      if (t == ignore_index) {
-        loss.ptr<T>()[n] = 0;
-        continue;
+      const T m = row_max(x, C);
+      const bool valid = nn_math::xent_target_valid(t, C, ignore_index);
+      double s = 0, smooth = 0;  // Σ exp(x - m); Σ (x - m) for label smoothing
+      for (int64_t j = 0; j < C; ++j) {
+        s += nn_math::softmax_term(x[j], m);
+        if (valid && eps != 0) smooth += nn_math::xent_smooth_term(x[j], m);
       }
-      if (t < 0 || t >= C) {
-        bad.report(t, n);
-        loss.ptr<T>()[n] = 0;
-        continue;
-      }
-      double picked = (1.0 - eps) * x[t];
-      if (eps != 0) {
-        double s = 0;
-        for (int64_t j = 0; j < C; ++j) s += x[j];
-        picked += eps / static_cast<double>(C) * s;
-      }
-      loss.ptr<T>()[n] = static_cast<T>(l - picked);
+      lse.ptr<T>()[n] = nn_math::logsumexp(m, s);
+      if (!valid && t != ignore_index) bad.report(t, n);
+      loss.ptr<T>()[n] = valid ? nn_math::xent_loss(x[t], m, s, smooth, eps, C) : T(0);
     }
   });
   bad.check(C, ignore_index);
@@ -115,13 +117,15 @@ void xent_backward(const TensorArg& logits, const TensorArg& target, const Tenso
       const T* x = logits.ptr<T>() + n * C;
       T* gx = grad_logits.ptr<T>() + n * C;
       const int64_t t = target.ptr<int64_t>()[n];
-      if (t == ignore_index || t < 0 || t >= C) {
+      if (!nn_math::xent_target_valid(t, C, ignore_index)) {
         std::fill(gx, gx + C, T(0));
         continue;
       }
       const T g = grad_loss.ptr<T>()[grad_loss.ndim == 0 ? 0 : n], l = lse.ptr<T>()[n];
-      for (int64_t j = 0; j < C; ++j) gx[j] = g * (kernels::m_exp(x[j] - l) - smooth);
-      gx[t] -= g * hit;
+      double s = 0;  // the terms go to gx, then become the gradient
+      for (int64_t j = 0; j < C; ++j) s += (gx[j] = nn_math::softmax_term(x[j], l));
+      const double inv = 1.0 / s;
+      for (int64_t j = 0; j < C; ++j) gx[j] = nn_math::xent_grad(gx[j], inv, g, smooth, hit, j == t);
     }
   });
 }

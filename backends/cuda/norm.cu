@@ -1,7 +1,8 @@
 // batch_norm over x [N, C, S] (one kBlock-thread block per channel) and layer_norm over x [M, D] (one block
 // per row; the weight/bias gradients one block per column), as backends/cpu/norm.cpp: the same formulas in
 // the same precisions (statistics accumulated in double, two passes: mean, then squared deviations), the
-// sums through block_reduce (a fixed tree order: deterministic, no atomics).
+// formulas backends/nn_math.h's, the sums through block_reduce (a fixed tree order: deterministic, no
+// atomics).
 #include <algorithm>
 
 #include "backends/cuda/loops.cuh"
@@ -39,30 +40,26 @@ __global__ void __launch_bounds__(kBlock) batch_norm_forward_kernel(BatchNormArg
       double sum = 0, sq = 0;
       for (int64_t i = threadIdx.x; i < count; i += kBlock) sum += a.x[a.at(c, i)];
       mean = block_reduce(sum, SumOp{}) / count;
-      for (int64_t i = threadIdx.x; i < count; i += kBlock) {
-        const double d = a.x[a.at(c, i)] - mean;
-        sq += d * d;
-      }
+      for (int64_t i = threadIdx.x; i < count; i += kBlock) sq += nn_math::norm_sq_dev(a.x[a.at(c, i)], mean);
       sq = block_reduce(sq, SumOp{});
-      invstd = 1.0 / ::sqrt(sq / count + a.eps);
+      invstd = nn_math::norm_invstd(sq / count, a.eps);
       if (threadIdx.x == 0 && a.running_mean != nullptr)
-        a.running_mean[c] = static_cast<T>((1 - a.momentum) * a.running_mean[c] + a.momentum * mean);
+        a.running_mean[c] = nn_math::norm_running_update(a.running_mean[c], a.momentum, mean);
       if (threadIdx.x == 0 && a.running_var != nullptr)
-        a.running_var[c] = static_cast<T>((1 - a.momentum) * a.running_var[c] + a.momentum * sq / (count - 1));
+        a.running_var[c] = nn_math::norm_running_update(a.running_var[c], a.momentum, sq / (count - 1));
     } else {
       mean = a.running_mean[c];
-      invstd = 1.0 / ::sqrt(static_cast<double>(a.running_var[c]) + a.eps);
+      invstd = nn_math::norm_invstd(a.running_var[c], a.eps);
     }
     if (threadIdx.x == 0) {
       a.save_mean[c] = static_cast<T>(mean);
       a.save_invstd[c] = static_cast<T>(invstd);
     }
-    const double wc = a.w != nullptr ? a.w[c] : 1.0;
-    const T scale = static_cast<T>(invstd * wc);
-    const T shift = static_cast<T>((a.b != nullptr ? a.b[c] : 0.0) - mean * invstd * wc);
+    const auto affine = nn_math::batch_norm_affine<T>(mean, invstd, a.w != nullptr ? a.w[c] : 1.0,
+                                                      a.b != nullptr ? a.b[c] : 0.0);
     for (int64_t i = threadIdx.x; i < count; i += kBlock) {
       const int64_t k = a.at(c, i);
-      a.y[k] = a.x[k] * scale + shift;
+      a.y[k] = nn_math::batch_norm_value(a.x[k], affine);
     }
   }
 }
@@ -76,19 +73,17 @@ __global__ void __launch_bounds__(kBlock) batch_norm_backward_kernel(BatchNormAr
     for (int64_t i = threadIdx.x; i < count; i += kBlock) {
       const int64_t k = a.at(c, i);
       s.a += a.gy[k];
-      s.b += a.gy[k] * (a.x[k] - mean) * invstd;
+      s.b += a.gy[k] * nn_math::norm_xhat(a.x[k], mean, invstd);
     }
     s = block_reduce(s, SumOp{});
     if (threadIdx.x == 0 && a.gw != nullptr) a.gw[c] = static_cast<T>(s.b);
     if (threadIdx.x == 0 && a.gb != nullptr) a.gb[c] = static_cast<T>(s.a);
     if (a.gx == nullptr) continue;
-    // gx = k·(g - Σg/count - x̂·Σ(g·x̂)/count) in training (through the batch statistics), k·g in eval
-    const double k = invstd * (a.w != nullptr ? a.w[c] : 1.0);
-    const double mean_g = a.training ? s.a / count : 0.0, mean_gx = a.training ? s.b / count : 0.0;
+    const nn_math::NormGrad coef =
+        nn_math::batch_norm_grad(invstd, a.w != nullptr ? a.w[c] : 1.0, s.a, s.b, count, a.training);
     for (int64_t i = threadIdx.x; i < count; i += kBlock) {
       const int64_t e = a.at(c, i);
-      const double xhat = (a.x[e] - mean) * invstd;
-      a.gx[e] = static_cast<T>(k * (a.gy[e] - mean_g - xhat * mean_gx));
+      a.gx[e] = static_cast<T>(nn_math::norm_grad_input(coef, a.gy[e], nn_math::norm_xhat(a.x[e], mean, invstd)));
     }
   }
 }
@@ -109,38 +104,37 @@ __global__ void __launch_bounds__(kBlock) layer_norm_forward_kernel(LayerNormArg
     double sum = 0, sq = 0;
     for (int64_t d = threadIdx.x; d < a.D; d += kBlock) sum += p[d];
     const double mean = block_reduce(sum, SumOp{}) / a.D;
-    for (int64_t d = threadIdx.x; d < a.D; d += kBlock) sq += (p[d] - mean) * (p[d] - mean);
-    const double invstd = 1.0 / ::sqrt(block_reduce(sq, SumOp{}) / a.D + a.eps);
+    for (int64_t d = threadIdx.x; d < a.D; d += kBlock) sq += nn_math::norm_sq_dev(p[d], mean);
+    const double invstd = nn_math::norm_invstd(block_reduce(sq, SumOp{}) / a.D, a.eps);
     if (threadIdx.x == 0) {
       a.mean[r] = static_cast<T>(mean);
       a.invstd[r] = static_cast<T>(invstd);
     }
     T* q = a.y + r * a.D;
-    for (int64_t d = threadIdx.x; d < a.D; d += kBlock) {
-      const T xhat = static_cast<T>((p[d] - mean) * invstd);
-      q[d] = xhat * (a.w != nullptr ? a.w[d] : T(1)) + (a.b != nullptr ? a.b[d] : T(0));
-    }
+    for (int64_t d = threadIdx.x; d < a.D; d += kBlock)
+      q[d] = nn_math::layer_norm_value(p[d], mean, invstd, a.w != nullptr ? a.w[d] : T(1),
+                                       a.b != nullptr ? a.b[d] : T(0));
   }
 }
 
-// grad_x, one block per row. NOTE: the mixed T/double arithmetic mirrors the CPU's expression by expression.
+// grad_x, one block per row.
 template <typename T>
 __global__ void __launch_bounds__(kBlock) layer_norm_backward_input_kernel(LayerNormArgs<T> a) {
   for (int64_t r = blockIdx.x; r < a.M; r += gridDim.x) {
     const T *g = a.gy + r * a.D, *p = a.x + r * a.D;
-    const T m = a.mean[r], is = a.invstd[r];
+    const double m = a.mean[r], is = a.invstd[r];
     SumPair s{0, 0};  // Σg·w, Σg·w·x̂
     for (int64_t d = threadIdx.x; d < a.D; d += kBlock) {
-      const double gwd = g[d] * (a.w != nullptr ? a.w[d] : T(1));
+      const double gwd = nn_math::layer_norm_weighted_grad(g[d], a.w != nullptr ? a.w[d] : T(1));
       s.a += gwd;
-      s.b += gwd * (p[d] - m) * is;
+      s.b += gwd * nn_math::norm_xhat(p[d], m, is);
     }
     s = block_reduce(s, SumOp{});
+    const nn_math::NormGrad coef = nn_math::layer_norm_grad(is, s.a, s.b, a.D);
     T* out = a.gx + r * a.D;
     for (int64_t d = threadIdx.x; d < a.D; d += kBlock) {
-      const double xhat = (p[d] - m) * is;
-      const double gwd = g[d] * (a.w != nullptr ? a.w[d] : T(1));
-      out[d] = static_cast<T>(is * (gwd - s.a / a.D - xhat * s.b / a.D));
+      const double gwd = nn_math::layer_norm_weighted_grad(g[d], a.w != nullptr ? a.w[d] : T(1));
+      out[d] = static_cast<T>(nn_math::norm_grad_input(coef, gwd, nn_math::norm_xhat(p[d], m, is)));
     }
   }
 }
@@ -152,7 +146,7 @@ __global__ void __launch_bounds__(kBlock) layer_norm_backward_params_kernel(Laye
     SumPair s{0, 0};  // Σg·x̂ (weight), Σg (bias)
     for (int64_t r = threadIdx.x; r < a.M; r += kBlock) {
       const T g = a.gy[r * a.D + d];
-      s.a += g * (a.x[r * a.D + d] - a.mean[r]) * a.invstd[r];
+      s.a += g * nn_math::norm_xhat(a.x[r * a.D + d], a.mean[r], a.invstd[r]);
       s.b += g;
     }
     s = block_reduce(s, SumOp{});

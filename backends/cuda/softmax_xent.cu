@@ -1,6 +1,7 @@
 // softmax / log_softmax over the rows of [M, D] and cross entropy with class indices, as
-// backends/cpu/softmax_xent.cpp: one kBlock-thread block per row, the row's max and sums through
-// block_reduce (fixed tree order: deterministic), sums of exponentials accumulated in double.
+// backends/cpu/softmax_xent.cpp with the same formulas (backends/nn_math.h): one kBlock-thread block per
+// row, the row's max and sums through block_reduce (fixed tree order: deterministic), sums of exponentials
+// accumulated in double.
 // A target outside [0, C) other than ignore_index is reported through ctx.error (the backend raises it at
 // its next call) and its row's loss is 0, where the CPU throws at once.
 #include <algorithm>
@@ -12,21 +13,22 @@
 namespace ember::cuda {
 namespace {
 
-using kernels::m_exp;
-
 unsigned row_grid(int64_t rows) { return static_cast<unsigned>(std::clamp<int64_t>(rows, 1, 65536)); }
 
-// The log-sum-exp of one row, computed by the whole block (every thread gets it), as row_logsumexp.
+// The row's max, computed by the whole block (every thread gets it).
 template <typename T>
-__device__ T block_logsumexp(const T* x, int64_t D) {
+__device__ T block_max(const T* x, int64_t D) {
   T m = T(-INFINITY);
   for (int64_t j = threadIdx.x; j < D; j += kBlock) m = kernels::m_max(m, x[j]);
-  m = block_reduce(m, nn_math::MaxOp{});
-  if (isinf(m)) return m;  // all -inf (or +inf present): lse is m (uniform across the block)
+  return block_reduce(m, nn_math::MaxOp{});
+}
+
+// Σ softmax_term(x_j, shift) in double, computed by the whole block (every thread gets it).
+template <typename T>
+__device__ double block_sum_exp(const T* x, int64_t D, T shift) {
   double s = 0;
-  for (int64_t j = threadIdx.x; j < D; j += kBlock) s += m_exp(x[j] - m);
-  s = block_reduce(s, nn_math::SumOp{});
-  return m + static_cast<T>(::log(s));  // s >= 1 or NaN
+  for (int64_t j = threadIdx.x; j < D; j += kBlock) s += nn_math::softmax_term(x[j], shift);
+  return block_reduce(s, nn_math::SumOp{});
 }
 
 template <typename T>
@@ -34,8 +36,16 @@ __global__ void __launch_bounds__(kBlock) softmax_kernel(const T* x, T* y, int64
   for (int64_t r = blockIdx.x; r < M; r += gridDim.x) {
     const T* xr = x + r * D;
     T* yr = y + r * D;
-    const T lse = block_logsumexp(xr, D);
-    for (int64_t j = threadIdx.x; j < D; j += kBlock) yr[j] = log ? xr[j] - lse : m_exp(xr[j] - lse);
+    const T m = block_max(xr, D);
+    if (log) {
+      const T log_sum = nn_math::softmax_log_sum<T>(block_sum_exp(xr, D, m));
+      for (int64_t j = threadIdx.x; j < D; j += kBlock) yr[j] = nn_math::log_softmax_value(xr[j], m, log_sum);
+    } else {  // each thread writes its terms to y, then scales the same elements by 1/s
+      double s = 0;
+      for (int64_t j = threadIdx.x; j < D; j += kBlock) s += (yr[j] = nn_math::softmax_term(xr[j], m));
+      const double inv = 1.0 / block_reduce(s, nn_math::SumOp{});
+      for (int64_t j = threadIdx.x; j < D; j += kBlock) yr[j] = nn_math::softmax_value(yr[j], inv);
+    }
   }
 }
 
@@ -46,11 +56,9 @@ __global__ void __launch_bounds__(kBlock)
     const T *g = gy + r * D, *yr = y + r * D;
     T* out = gx + r * D;
     double dot = 0;  // log: Σg; softmax: Σg·y
-    for (int64_t j = threadIdx.x; j < D; j += kBlock)
-      dot += log ? static_cast<double>(g[j]) : static_cast<double>(g[j]) * yr[j];
+    for (int64_t j = threadIdx.x; j < D; j += kBlock) dot += nn_math::softmax_backward_term(g[j], yr[j], log);
     dot = block_reduce(dot, nn_math::SumOp{});
-    for (int64_t j = threadIdx.x; j < D; j += kBlock)
-      out[j] = log ? g[j] - m_exp(yr[j]) * static_cast<T>(dot) : yr[j] * (g[j] - static_cast<T>(dot));
+    for (int64_t j = threadIdx.x; j < D; j += kBlock) out[j] = nn_math::softmax_backward_value(g[j], yr[j], dot, log);
   }
 }
 
@@ -61,49 +69,43 @@ __global__ void __launch_bounds__(kBlock)
   for (int64_t n = blockIdx.x; n < N; n += gridDim.x) {
     const T* x = logits + n * C;
     const int64_t t = target[n];
-    const T l = block_logsumexp(x, C);
-    const bool valid = t != ignore_index && t >= 0 && t < C;
-    double s = 0;  // Σx for label smoothing
-    if (valid && eps != 0) {
-      for (int64_t j = threadIdx.x; j < C; j += kBlock) s += x[j];
-      s = block_reduce(s, nn_math::SumOp{});
+    const T m = block_max(x, C);
+    const bool valid = nn_math::xent_target_valid(t, C, ignore_index);
+    nn_math::SumPair s{0, 0};  // Σ exp(x - m); Σ (x - m) for label smoothing
+    for (int64_t j = threadIdx.x; j < C; j += kBlock) {
+      s.a += nn_math::softmax_term(x[j], m);
+      if (valid && eps != 0) s.b += nn_math::xent_smooth_term(x[j], m);
     }
+    s = block_reduce(s, nn_math::SumOp{});
     if (threadIdx.x != 0) continue;
-    lse[n] = l;
-    if (t == ignore_index) {
-      loss[n] = 0;
-    } else if (!valid) {
+    lse[n] = nn_math::logsumexp(m, s.a);
+    if (!valid && t != ignore_index)
       report_kernel_error(error, KernelErrorCode::target_index, /*dim: the sample*/ static_cast<int>(n), t, C);
-      loss[n] = 0;
-    } else {
-      double picked = (1.0 - eps) * x[t];
-      if (eps != 0) picked += eps / static_cast<double>(C) * s;
-      loss[n] = static_cast<T>(l - picked);
-    }
+    loss[n] = valid ? nn_math::xent_loss(x[t], m, s.a, s.b, eps, C) : T(0);
   }
 }
 
-// grad_logits[n, j] = g·(softmax - smooth) - g·hit at the target; 0 on ignored (or invalid) rows.
+// grad_logits[n, j] = g·(softmax - smooth) - g·hit at the target; 0 on ignored (or invalid) rows. One block
+// per row: the row's sum of exp(x - lse), then nn_math::xent_grad per element.
 template <typename T>
-struct XentBackward {
-  const T *x, *lse, *grad_loss;
-  const int64_t* target;
-  T* gx;
-  int64_t C, ignore_index;
-  bool scalar_grad;  // grad_loss is 0-d: one value for every row
-  T smooth, hit;
-  __device__ void operator()(int64_t i) const {
-    const int64_t n = i / C, j = i - n * C, t = target[n];
-    if (t == ignore_index || t < 0 || t >= C) {
-      gx[i] = 0;
-      return;
+__global__ void __launch_bounds__(kBlock)
+    xent_backward_kernel(const T* logits, const int64_t* target, const T* lse, const T* grad_loss, T* gx, int64_t N,
+                         int64_t C, int64_t ignore_index, bool scalar_grad, T smooth, T hit) {
+  for (int64_t n = blockIdx.x; n < N; n += gridDim.x) {
+    const T* x = logits + n * C;
+    T* out = gx + n * C;
+    const int64_t t = target[n];
+    if (!nn_math::xent_target_valid(t, C, ignore_index)) {  // uniform across the block: no thread skips a block_reduce
+      for (int64_t j = threadIdx.x; j < C; j += kBlock) out[j] = T(0);
+      continue;
     }
-    const T g = grad_loss[scalar_grad ? 0 : n];
-    T v = g * (m_exp(x[i] - lse[n]) - smooth);
-    if (j == t) v -= g * hit;
-    gx[i] = v;
+    const T g = grad_loss[scalar_grad ? 0 : n], l = lse[n];
+    double s = 0;  // each thread writes its terms to gx, then turns the same elements into the gradient
+    for (int64_t j = threadIdx.x; j < C; j += kBlock) s += (out[j] = nn_math::softmax_term(x[j], l));
+    const double inv = 1.0 / block_reduce(s, nn_math::SumOp{});
+    for (int64_t j = threadIdx.x; j < C; j += kBlock) out[j] = nn_math::xent_grad(out[j], inv, g, smooth, hit, j == t);
   }
-};
+}
 
 void check_same(const char* op, const TensorArg& a, const TensorArg& b) {
   EMBER_CHECK(a.is_contiguous() && b.is_contiguous(), op, ": operands must be contiguous");
@@ -175,13 +177,15 @@ void CudaBackend::cross_entropy_backward(const TensorArg& logits, const TensorAr
   const bool scalar_grad = grad_loss.ndim == 0;
   EMBER_CHECK(grad_loss.dtype == logits.dtype && grad_loss.is_contiguous() && (scalar_grad || grad_loss.numel() == N),
               "cross_entropy_backward: grad_loss must be 0-d or [", N, "] of the logits' dtype");
+  if (N == 0) return;
   dispatch_floating(logits.dtype, "cross_entropy_backward", [&](auto tag) {
     using T = decltype(tag);
     const T smooth = static_cast<T>(label_smoothing / static_cast<double>(C));
     const T hit = static_cast<T>(1.0 - label_smoothing);
-    launch_index(ctx.stream, N * C,
-                 XentBackward<T>{logits.ptr<T>(), lse.ptr<T>(), grad_loss.ptr<T>(), target.ptr<int64_t>(),
-                                 grad_logits.ptr<T>(), C, ignore_index, scalar_grad, smooth, hit});
+    xent_backward_kernel<T><<<row_grid(N), kBlock, 0, ctx.stream>>>(
+        logits.ptr<T>(), target.ptr<int64_t>(), lse.ptr<T>(), grad_loss.ptr<T>(), grad_logits.ptr<T>(), N, C,
+        ignore_index, scalar_grad, smooth, hit);
+    EMBER_CUDA_CHECK_LAUNCH();
   });
 }
 
