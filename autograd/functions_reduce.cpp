@@ -143,6 +143,17 @@ Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) { return raw::arg_redu
 namespace ember {
 namespace {
 
+// Checks `dims` against x with errors that name the op (range, repeats) and returns the keepdim shape.
+Shape checked_kept_shape(const Tensor& x, const Shape& dims, const char* op) {
+  bool seen[kMaxDims] = {};
+  for (int64_t dim : dims) {
+    const int d = wrap_dim(dim, x.dim(), op);
+    EMBER_CHECK(!seen[d] || x.dim() == 0, op, ": dim ", d, " appears twice in ", dims);
+    seen[d] = true;
+  }
+  return kept_shape(x.shape(), dims, op);
+}
+
 struct VarBackward : autograd::Node {
   Shape kept;
   Shape dims;  // the input dims of size > 1 that are reduced (none: every output is one element)
@@ -183,7 +194,7 @@ Tensor var_std(const Tensor& x, const Shape& dims, int64_t correction, bool keep
   const char* name = is_std ? "std" : "var";
   EMBER_CHECK(is_floating(x.dtype()), name, ": needs a floating tensor (f32 or f64), got ", dtype_name(x.dtype()),
               "; convert with .to(DType::f32)");
-  const Shape kept = kept_shape(x.shape(), dims, name);
+  const Shape kept = checked_kept_shape(x, dims, name);
   int64_t n = 1;  // elements per output
   for (int d = 0; d < x.dim(); ++d)
     if (kept[d] == 1) n *= x.shape()[d];
@@ -216,6 +227,7 @@ Tensor std(const Tensor& x, const Shape& dims, int64_t correction, bool keepdim)
 }
 
 Tensor logsumexp(const Tensor& x, const Shape& dims, bool keepdim) {
+  const Shape kept = checked_kept_shape(x, dims, "logsumexp");
   const Tensor xf = raw::to(x, to_floating(x.dtype()));  // integers and bools: f32, as PyTorch
   Tensor out;
   if (xf.numel() == 0) {  // no max to subtract: log(0) = -inf for each empty reduction
@@ -229,7 +241,7 @@ Tensor logsumexp(const Tensor& x, const Shape& dims, bool keepdim) {
     out = raw::binary(BinaryOp::add, raw::unary(UnaryOp::log, s), raw::reshape(m, s.shape()));
   }
   if (auto node = make_node<LogsumexpBackward>(x)) {
-    node->kept = kept_shape(x.shape(), dims, "logsumexp");
+    node->kept = kept;
     node->x.save(x);
     node->y.save(out, /*is_output=*/true);
     set_history(out, std::move(node));

@@ -495,12 +495,14 @@ TEST(ReduceRound2, Errors) {
   EXPECT_TRUE(throws_error([&] { var(i); }, {"var: needs a floating tensor", "i64", ".to(DType::f32)"}));
   EXPECT_TRUE(throws_error([&] { ember::std(i, 0); }, {"std: needs a floating tensor"}));
   EXPECT_TRUE(throws_error([&] { x.var(2); }, {"var: dim 2 is out of range for a tensor with 2 dims"}));
-  EXPECT_TRUE(throws_error([&] { logsumexp(x, -3); }, {"dim -3 is out of range"}));
+  EXPECT_TRUE(throws_error([&] { logsumexp(x, -3); }, {"logsumexp: dim -3 is out of range"}));
+  EXPECT_TRUE(throws_error([&] { logsumexp(x, {0, -2}); }, {"logsumexp: dim 0 appears twice"}));
   EXPECT_TRUE(throws_error([&] { x.cumsum(2); }, {"cumsum: dim 2 is out of range"}));
   EXPECT_TRUE(throws_error([&] { x.sort(5); }, {"sort: dim 5 is out of range"}));
   EXPECT_TRUE(throws_error([&] { x.topk(4); }, {"topk: k = 4 is out of range for dim 1 of size 3", "[0, 3]"}));
   EXPECT_TRUE(throws_error([&] { topk(x, -1, 0); }, {"topk: k = -1 is out of range for dim 0 of size 2"}));
-  EXPECT_TRUE(throws_error([&] { var(x, {1, 1}); }, {"dim 1 appears twice"}));
+  EXPECT_TRUE(throws_error([&] { var(x, {1, 1}); }, {"var: dim 1 appears twice"}));
+  EXPECT_TRUE(throws_error([&] { ember::std(x, {-1, 1}, 0); }, {"std: dim 1 appears twice"}));
 }
 
 // Many rows (threads split them) and long rows: sorted, a permutation of the input, the same values as the
