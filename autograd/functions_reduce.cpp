@@ -1,6 +1,8 @@
 // Reductions and their gradients: sum/mean spread the gradient back (an expand view, no copy);
 // max/min over dims share it evenly among ties (PyTorch's amax); max/min(x, dim) send it to the index
 // they return; argmax/argmin carry none.
+#include <cmath>
+
 #include "autograd/node.h"
 #include "autograd/ops.h"
 #include "core/raw.h"
@@ -130,5 +132,121 @@ Tensor argmax(const Tensor& x) { return raw::arg_reduce(ArgReduceOp::argmax, raw
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) { return raw::arg_reduce(ArgReduceOp::argmax, x, dim, keepdim); }
 Tensor argmin(const Tensor& x) { return raw::arg_reduce(ArgReduceOp::argmin, raw::reshape(x, {-1}), 0, false); }
 Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) { return raw::arg_reduce(ArgReduceOp::argmin, x, dim, keepdim); }
+
+}  // namespace ember
+
+// --- var, std, logsumexp -----------------------------------------------------------------------------------
+// var/std: two passes (the mean, then the sum of squared deviations; f32 sums accumulate in double).
+// d var/dx = 2 (x - mean) / divisor; std's gradient is var's times 1 / (2 std), 0 where std is 0 (as
+// PyTorch's std_backward). logsumexp subtracts each output's max (0 where that max is ±inf, so a row of
+// -inf gives -inf and a +inf gives +inf, as PyTorch); its gradient is g · exp(x - y), the softmax.
+namespace ember {
+namespace {
+
+// Checks `dims` against x with errors that name the op (range, repeats) and returns the keepdim shape.
+Shape checked_kept_shape(const Tensor& x, const Shape& dims, const char* op) {
+  bool seen[kMaxDims] = {};
+  for (int64_t dim : dims) {
+    const int d = wrap_dim(dim, x.dim(), op);
+    EMBER_CHECK(!seen[d] || x.dim() == 0, op, ": dim ", d, " appears twice in ", dims);
+    seen[d] = true;
+  }
+  return kept_shape(x.shape(), dims, op);
+}
+
+struct VarBackward : autograd::Node {
+  Shape kept;
+  Shape dims;  // the input dims of size > 1 that are reduced (none: every output is one element)
+  double divisor = 1;
+  bool is_std = false;
+  SavedTensor x, y;
+  std::string_view name() const override { return is_std ? "std" : "var"; }
+  void release() override {
+    x.release();
+    y.release();
+  }
+  void backward(const Tensor& g, Tensor* grad_inputs) override {
+    const Tensor input = x.unpack(*this);
+    Tensor gk = g.reshape(kept);
+    if (is_std) {
+      const Tensor out = y.unpack(*this).reshape(kept);
+      gk = where(out == 0.0, scalar_for(gk, 0.0), gk / (out * 2.0));
+    }
+    const Tensor centered = dims.empty() ? input - input : input - mean(input, dims, /*keepdim=*/true);
+    grad_inputs[0] = gk * centered * (2.0 / divisor);
+  }
+};
+
+struct LogsumexpBackward : autograd::Node {
+  Shape kept;
+  SavedTensor x, y;
+  std::string_view name() const override { return "logsumexp"; }
+  void release() override {
+    x.release();
+    y.release();
+  }
+  void backward(const Tensor& g, Tensor* grad_inputs) override {
+    grad_inputs[0] = g.reshape(kept) * exp(x.unpack(*this) - y.unpack(*this).reshape(kept));
+  }
+};
+
+Tensor var_std(const Tensor& x, const Shape& dims, int64_t correction, bool keepdim, bool is_std) {
+  const char* name = is_std ? "std" : "var";
+  EMBER_CHECK(is_floating(x.dtype()), name, ": needs a floating tensor (f32 or f64), got ", dtype_name(x.dtype()),
+              "; convert with .to(DType::f32)");
+  const Shape kept = checked_kept_shape(x, dims, name);
+  int64_t n = 1;  // elements per output
+  for (int d = 0; d < x.dim(); ++d)
+    if (kept[d] == 1) n *= x.shape()[d];
+  const double divisor = std::max<double>(0.0, static_cast<double>(n) - static_cast<double>(correction));
+  const Tensor centered = raw::binary(BinaryOp::sub, x, raw::reduce(ReduceOp::mean, x, dims, /*keepdim=*/true));
+  const Tensor squares = raw::reduce(ReduceOp::sum, raw::binary(BinaryOp::mul, centered, centered), dims, keepdim);
+  Tensor out = raw::binary(BinaryOp::div, squares, raw::scalar_like(squares, divisor, false));
+  if (is_std) out = raw::unary(UnaryOp::sqrt, out);
+  if (auto node = make_node<VarBackward>(x)) {
+    node->kept = kept;
+    node->dims = reduced_dims(x.shape(), kept);
+    node->divisor = divisor;
+    node->is_std = is_std;
+    node->x.save(x);
+    if (is_std) node->y.save(out, /*is_output=*/true);
+    set_history(out, std::move(node));
+  }
+  return out;
+}
+
+}  // namespace
+
+Tensor var(const Tensor& x) { return var_std(x, {}, 1, false, false); }
+Tensor var(const Tensor& x, const Shape& dims, int64_t correction, bool keepdim) {
+  return var_std(x, dims, correction, keepdim, false);
+}
+Tensor std(const Tensor& x) { return var_std(x, {}, 1, false, true); }
+Tensor std(const Tensor& x, const Shape& dims, int64_t correction, bool keepdim) {
+  return var_std(x, dims, correction, keepdim, true);
+}
+
+Tensor logsumexp(const Tensor& x, const Shape& dims, bool keepdim) {
+  const Shape kept = checked_kept_shape(x, dims, "logsumexp");
+  const Tensor xf = raw::to(x, to_floating(x.dtype()));  // integers and bools: f32, as PyTorch
+  Tensor out;
+  if (xf.numel() == 0) {  // no max to subtract: log(0) = -inf for each empty reduction
+    out = raw::unary(UnaryOp::log, raw::reduce(ReduceOp::sum, raw::unary(UnaryOp::exp, xf), dims, keepdim));
+  } else {
+    Tensor m = raw::reduce(ReduceOp::max, xf, dims, /*keepdim=*/true);
+    const Tensor infinite = raw::binary(BinaryOp::eq, raw::unary(UnaryOp::abs, m), raw::scalar_like(m, INFINITY, false));
+    m = raw::where(infinite, raw::scalar_like(m, 0.0, false), m);
+    const Tensor e = raw::unary(UnaryOp::exp, raw::binary(BinaryOp::sub, xf, m));
+    const Tensor s = raw::reduce(ReduceOp::sum, e, dims, keepdim);
+    out = raw::binary(BinaryOp::add, raw::unary(UnaryOp::log, s), raw::reshape(m, s.shape()));
+  }
+  if (auto node = make_node<LogsumexpBackward>(x)) {
+    node->kept = kept;
+    node->x.save(x);
+    node->y.save(out, /*is_output=*/true);
+    set_history(out, std::move(node));
+  }
+  return out;
+}
 
 }  // namespace ember

@@ -30,3 +30,36 @@ Tensor Tensor::argmin(int64_t dim, bool keepdim) const { return ember::argmin(*t
 Tensor Tensor::matmul(const Tensor& other) const { return ember::matmul(*this, other); }
 
 }  // namespace ember
+
+// --- reductions, round 2 ------------------------------------------------------------------------------
+namespace ember {
+
+std::tuple<Tensor, Tensor> Tensor::max(int64_t dim, bool keepdim) const { return ember::max(*this, dim, keepdim); }
+std::tuple<Tensor, Tensor> Tensor::min(int64_t dim, bool keepdim) const { return ember::min(*this, dim, keepdim); }
+Tensor Tensor::amax(const Shape& dims, bool keepdim) const { return ember::amax(*this, dims, keepdim); }
+Tensor Tensor::amin(const Shape& dims, bool keepdim) const { return ember::amin(*this, dims, keepdim); }
+Tensor Tensor::argmax() const { return ember::argmax(*this); }
+Tensor Tensor::argmin() const { return ember::argmin(*this); }
+Tensor Tensor::var() const { return ember::var(*this); }
+Tensor Tensor::var(const Shape& dims, int64_t correction, bool keepdim) const {
+  return ember::var(*this, dims, correction, keepdim);
+}
+Tensor Tensor::std() const { return ember::std(*this); }
+Tensor Tensor::std(const Shape& dims, int64_t correction, bool keepdim) const {
+  return ember::std(*this, dims, correction, keepdim);
+}
+Tensor Tensor::logsumexp(const Shape& dims, bool keepdim) const { return ember::logsumexp(*this, dims, keepdim); }
+Tensor Tensor::cumsum(int64_t dim) const { return ember::cumsum(*this, dim); }
+std::tuple<Tensor, Tensor> Tensor::sort(int64_t dim, bool descending, bool stable) const {
+  return ember::sort(*this, dim, descending, stable);
+}
+Tensor Tensor::argsort(int64_t dim, bool descending, bool stable) const {
+  return ember::argsort(*this, dim, descending, stable);
+}
+std::tuple<Tensor, Tensor> Tensor::topk(int64_t k, int64_t dim, bool largest, bool sorted) const {
+  return ember::topk(*this, k, dim, largest, sorted);
+}
+Tensor Tensor::softmax(int64_t dim) const { return ember::softmax(*this, dim); }
+Tensor Tensor::log_softmax(int64_t dim) const { return ember::log_softmax(*this, dim); }
+
+}  // namespace ember

@@ -60,6 +60,59 @@ Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
 Tensor argmin(const Tensor& x);
 Tensor argmin(const Tensor& x, int64_t dim, bool keepdim = false);
 
+// --- reductions, round 2: single dims, var/std, logsumexp, cumsum, sort/argsort/topk ---------------------
+// A single integer dim works wherever a list of dims does: sum(x, 1) is sum(x, {1}). A bool there does not
+// compile (core/shape.h, DimIndex): sum(x, true) is a misplaced keepdim, not dim 1.
+template <DimIndex I> Tensor sum(const Tensor& x, I dim, bool keepdim = false) {
+  return sum(x, Shape{static_cast<int64_t>(dim)}, keepdim);
+}
+template <DimIndex I> Tensor mean(const Tensor& x, I dim, bool keepdim = false) {
+  return mean(x, Shape{static_cast<int64_t>(dim)}, keepdim);
+}
+template <DimIndex I> Tensor amax(const Tensor& x, I dim, bool keepdim = false) {
+  return amax(x, Shape{static_cast<int64_t>(dim)}, keepdim);
+}
+template <DimIndex I> Tensor amin(const Tensor& x, I dim, bool keepdim = false) {
+  return amin(x, Shape{static_cast<int64_t>(dim)}, keepdim);
+}
+// Variance Σ(x - mean)² / max(0, N - correction) over `dims` (all dims when empty), N the number of elements
+// each output reduces, and std = √var. correction 1 (the default) is Bessel's unbiased estimate, 0 the
+// population variance: var(x, false) is torch.var(x, unbiased=False), and a bool passed as correction means
+// the same (true → 1, false → 0). N ≤ correction gives inf or NaN, as PyTorch. Floating inputs only (f32,
+// f64; others throw). The gradient of std is 0 where std is 0, as PyTorch's.
+Tensor var(const Tensor& x);
+template <std::same_as<bool> B> Tensor var(const Tensor& x, B unbiased) { return var(x, Shape{}, unbiased ? 1 : 0); }
+Tensor var(const Tensor& x, const Shape& dims, int64_t correction = 1, bool keepdim = false);
+template <DimIndex I> Tensor var(const Tensor& x, I dim, int64_t correction = 1, bool keepdim = false) {
+  return var(x, Shape{static_cast<int64_t>(dim)}, correction, keepdim);
+}
+Tensor std(const Tensor& x);
+template <std::same_as<bool> B> Tensor std(const Tensor& x, B unbiased) { return std(x, Shape{}, unbiased ? 1 : 0); }
+Tensor std(const Tensor& x, const Shape& dims, int64_t correction = 1, bool keepdim = false);
+template <DimIndex I> Tensor std(const Tensor& x, I dim, int64_t correction = 1, bool keepdim = false) {
+  return std(x, Shape{static_cast<int64_t>(dim)}, correction, keepdim);
+}
+// log Σ exp(x) over `dims` (all when empty), stable: the max is subtracted first (an all -inf row gives
+// -inf, a +inf gives +inf, NaN propagates; an empty reduction gives -inf). Integer and bool inputs give
+// f32. The gradient is softmax(x) along the reduced dims.
+Tensor logsumexp(const Tensor& x, const Shape& dims, bool keepdim = false);
+template <DimIndex I> Tensor logsumexp(const Tensor& x, I dim, bool keepdim = false) {
+  return logsumexp(x, Shape{static_cast<int64_t>(dim)}, keepdim);
+}
+// Running sum along dim; bool and i64 inputs accumulate in i64 (the result is i64), floats keep their dtype
+// (f32 accumulates in double). The gradient is the reversed running sum of the output gradient.
+Tensor cumsum(const Tensor& x, int64_t dim);
+// (values, indices) with each row along dim sorted, as torch.sort: NaN counts as the largest value, ties
+// keep their input order. Ember's sort is always stable, so `stable` changes nothing (kept for PyTorch's
+// signature: an unstable sort may order ties either way, the stable order is one of them). Indices are
+// i64; the gradient of values goes back to the positions the indices name. Any dtype.
+std::tuple<Tensor, Tensor> sort(const Tensor& x, int64_t dim = -1, bool descending = false, bool stable = false);
+Tensor argsort(const Tensor& x, int64_t dim = -1, bool descending = false, bool stable = false);
+// The k largest (or smallest) elements along dim and their indices, as torch.topk: NaN is the largest; among
+// equal values the earlier index comes first; sorted = false returns them sorted too (PyTorch leaves that
+// order unspecified). 0 ≤ k ≤ size of dim, else throws.
+std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true);
+
 // --- softmax ------------------------------------------------------------------------------------------
 // exp(x) / Σ exp(x) along `dim`, and its log, computed stably (the max along dim is subtracted first).
 // Floating inputs only; throws otherwise or when dim is out of range.

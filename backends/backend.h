@@ -113,6 +113,10 @@ inline constexpr int kPinnedHostIndex = -1;
 // where: out = cond ? a : b; cond is b8, a/b/out share a dtype.
 // reduce: over the dims where out has size 1 and `in` does not (keepdim form).
 // arg_reduce: `out` (i64) has the input's shape with `dim` set to 1.
+// cumsum: out = the running sum of `in` along `dim` (reverse: from the end, Σ_{j≥i}); in and out have one
+//   shape and dtype (f32, f64 or i64; f32 accumulates in double). Rows along dim are independent.
+// sort: values (in's dtype) and indices (i64) have in's shape: each row along `dim` sorted stably, ascending
+//   or descending, NaN counting as the largest value (kernels::sort_before); indices are positions in the row.
 // index: index is i64 with the shape of the iterated tensor (out for gather, in for scatter_add).
 // random: counter-based Philox (element i of a call depends only on seed, offset and i). uniform in [a, b);
 //   normal with mean a and std b; bernoulli: 1 with probability a. out is contiguous.
@@ -146,6 +150,8 @@ inline constexpr int kPinnedHostIndex = -1;
   X(where, (const TensorArg& cond, const TensorArg& a, const TensorArg& b, const TensorArg& out))                  \
   X(reduce, (ReduceOp op, const TensorArg& in, const TensorArg& out))                                              \
   X(arg_reduce, (ArgReduceOp op, const TensorArg& in, const TensorArg& out, int dim))                              \
+  X(cumsum, (const TensorArg& in, const TensorArg& out, int dim, bool reverse))                                    \
+  X(sort, (const TensorArg& in, const TensorArg& values, const TensorArg& indices, int dim, bool descending))      \
   X(index, (IndexOp op, const TensorArg& in, const TensorArg& index, const TensorArg& out, int dim))               \
   X(random, (RandomOp op, const TensorArg& out, uint64_t seed, uint64_t offset, double a, double b))               \
   X(matmul, (const TensorArg& a, const TensorArg& b, const TensorArg& out))                                        \

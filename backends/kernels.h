@@ -425,4 +425,17 @@ void dispatch_reduce_op(ReduceOp op, Fn&& fn) {
   }
 }
 
+// --- scans and sorts (cumsum, sort): shared by the CPU and CUDA loops ------------------------------------
+// Whether a sorts before b: ascending or descending, NaN as the largest value (PyTorch's order: last when
+// ascending, first when descending). A strict weak order, so a stable sort keeps equal elements (and NaNs)
+// in input order.
+template <typename T>
+EMBER_HOST_DEVICE bool sort_before(T a, T b, bool descending) {
+  if (descending) return a > b || (m_isnan(a) && !m_isnan(b));
+  return a < b || (!m_isnan(a) && m_isnan(b));
+}
+
+// cumsum's accumulator: double for f32 (as PyTorch's CPU kernel), the type itself otherwise.
+template <typename T> using ScanAcc = typename ReduceAcc<ReduceOp::sum, T>::type;
+
 }  // namespace ember::kernels

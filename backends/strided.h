@@ -155,4 +155,12 @@ struct IndexPlan {
   }
 };
 
+// The rows along `dim` of `in` and of `other` (a tensor of in's shape, e.g. an output): offsets(o, ...)
+// gives the first element of row o in both; a row has in.shape[dim] elements, strides[dim] apart.
+inline ReductionPlan row_plan(const TensorArg& in, const TensorArg& other, int dim) {
+  TensorArg heads = other;
+  heads.shape[dim] = 1;
+  return ReductionPlan(in, heads);
+}
+
 }  // namespace ember

@@ -63,6 +63,12 @@ Tensor scalar_like(const Tensor& like, double value, bool value_is_integral);
 Tensor reduce(ReduceOp op, const Tensor& t, const Shape& dims, bool keepdim);
 Tensor arg_reduce(ArgReduceOp op, const Tensor& t, int64_t dim, bool keepdim);
 
+// --- scans and sorts along one dim (core/sort_scan.cpp) ----------------------------------------------------
+// Running sum along dim (reverse: from the end); bool and i64 accumulate in i64, floats keep their dtype.
+Tensor cumsum(const Tensor& t, int64_t dim, bool reverse = false);
+// (values, indices): each row along dim sorted stably, NaN as the largest; indices are i64. Any dtype.
+std::tuple<Tensor, Tensor> sort(const Tensor& t, int64_t dim, bool descending);
+
 // --- linear algebra, joining, indexing -------------------------------------------------------------
 // torch.matmul: 1-D operands are promoted (and the added dim removed); batch dims broadcast.
 Tensor matmul(const Tensor& a, const Tensor& b);

@@ -2,6 +2,7 @@
 // Shape: a small inline vector of dimension sizes (or strides, or dims), at most kMaxDims long, so that
 // creating a tensor or a view never heap-allocates for its metadata.
 #include <algorithm>
+#include <concepts>
 #include <cstdint>
 #include <initializer_list>
 #include <ostream>
@@ -94,5 +95,10 @@ Shape contiguous_strides(const Shape& shape);
 
 // Wraps a possibly negative dim into [0, ndim); throws naming `op` when out of range.
 int wrap_dim(int64_t dim, int ndim, const char* op);
+
+// An integer dim (int, int64_t, ...) but not bool: the type of the single-dim overloads (`sum(x, 1)` is
+// `sum(x, {1})`), so that a bool there — a misplaced keepdim, `sum(x, true)` — does not compile.
+template <typename I>
+concept DimIndex = std::integral<I> && !std::same_as<I, bool>;
 
 }  // namespace ember

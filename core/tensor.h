@@ -124,6 +124,47 @@ class Tensor {
   Tensor min() const;
   Tensor argmax(int64_t dim, bool keepdim = false) const;
   Tensor argmin(int64_t dim, bool keepdim = false) const;
+  // reductions, round 2 (the free functions of autograd/ops.h; a single int dim is a dim, never keepdim)
+  template <DimIndex I> Tensor sum(I dim, bool keepdim = false) const {
+    return sum(Shape{static_cast<int64_t>(dim)}, keepdim);
+  }
+  template <DimIndex I> Tensor mean(I dim, bool keepdim = false) const {
+    return mean(Shape{static_cast<int64_t>(dim)}, keepdim);
+  }
+  std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;  // (values, indices)
+  std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
+  Tensor amax(const Shape& dims, bool keepdim = false) const;
+  template <DimIndex I> Tensor amax(I dim, bool keepdim = false) const {
+    return amax(Shape{static_cast<int64_t>(dim)}, keepdim);
+  }
+  Tensor amin(const Shape& dims, bool keepdim = false) const;
+  template <DimIndex I> Tensor amin(I dim, bool keepdim = false) const {
+    return amin(Shape{static_cast<int64_t>(dim)}, keepdim);
+  }
+  Tensor argmax() const;  // index into the flattened tensor
+  Tensor argmin() const;
+  Tensor var() const;
+  template <std::same_as<bool> B> Tensor var(B unbiased) const { return var(Shape{}, unbiased ? 1 : 0); }
+  Tensor var(const Shape& dims, int64_t correction = 1, bool keepdim = false) const;
+  template <DimIndex I> Tensor var(I dim, int64_t correction = 1, bool keepdim = false) const {
+    return var(Shape{static_cast<int64_t>(dim)}, correction, keepdim);
+  }
+  Tensor logsumexp(const Shape& dims, bool keepdim = false) const;
+  template <DimIndex I> Tensor logsumexp(I dim, bool keepdim = false) const {
+    return logsumexp(Shape{static_cast<int64_t>(dim)}, keepdim);
+  }
+  Tensor cumsum(int64_t dim) const;
+  std::tuple<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false, bool stable = false) const;
+  Tensor argsort(int64_t dim = -1, bool descending = false, bool stable = false) const;
+  std::tuple<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true) const;
+  Tensor softmax(int64_t dim) const;
+  Tensor log_softmax(int64_t dim) const;
+  Tensor std() const;
+  template <std::same_as<bool> B> Tensor std(B unbiased) const { return std(Shape{}, unbiased ? 1 : 0); }
+  Tensor std(const Shape& dims, int64_t correction = 1, bool keepdim = false) const;
+  template <DimIndex I> Tensor std(I dim, int64_t correction = 1, bool keepdim = false) const {
+    return std(Shape{static_cast<int64_t>(dim)}, correction, keepdim);
+  }
   Tensor matmul(const Tensor& other) const;
 
   // --- in-place (bump the version counter) ----------------------------------------------------------

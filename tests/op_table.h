@@ -172,6 +172,47 @@ inline Host cat_ref(const std::vector<Host>& xs, int dim) {
   });
 }
 
+// --- reductions, round 2: var/std, logsumexp, cumsum, sort/topk ---------------------------------------------
+// Σ(x - mean)² / max(0, N - correction) over dims (all when empty), and its square root.
+inline Host var_ref(const Host& x, std::vector<int> dims, int correction, bool keep, bool sqrt_of = false) {
+  const Host mean = reduce(x, dims, true, 0.0, std::plus<>(), true);
+  const Host sq = generate(x.shape, [&](const Shape& i) { return (at(x, i) - at(mean, i)) * (at(x, i) - at(mean, i)); });
+  Host out = reduce(sq, dims, keep, 0.0, std::plus<>());
+  const double n = static_cast<double>(x.shape.numel() / mean.shape.numel());
+  for (double& v : out.v) v = sqrt_of ? std::sqrt(v / std::max(0.0, n - correction)) : v / std::max(0.0, n - correction);
+  return out;
+}
+inline Host logsumexp_ref(const Host& x, std::vector<int> dims, bool keep) {
+  const Host m = reduce(x, dims, true, -INFINITY, [](double a, double b) { return std::max(a, b); });
+  Host out = reduce(generate(x.shape, [&](const Shape& i) { return std::exp(at(x, i) - at(m, i)); }), dims, keep, 0.0,
+                    std::plus<>());
+  for (size_t i = 0; i < out.v.size(); ++i) out.v[i] = std::log(out.v[i]) + m.v[i];
+  return out;
+}
+inline Host cumsum_ref(const Host& x, int dim) {
+  if (dim < 0) dim += x.shape.size();
+  return generate(x.shape, [&](const Shape& idx) {
+    Shape j = idx;
+    double s = 0;
+    for (j[dim] = 0; j[dim] <= idx[dim]; ++j[dim]) s += at(x, j);
+    return s;
+  });
+}
+// The first k of each row along dim, sorted (distinct values: the inputs are random).
+inline Host sorted_ref(const Host& x, int dim, bool descending, int64_t k = -1) {
+  if (dim < 0) dim += x.shape.size();
+  Shape shape = x.shape;
+  if (k >= 0) shape[dim] = k;
+  return generate(shape, [&](const Shape& idx) {
+    std::vector<double> row;
+    Shape j = idx;
+    for (j[dim] = 0; j[dim] < x.shape[dim]; ++j[dim]) row.push_back(at(x, j));
+    std::sort(row.begin(), row.end());
+    if (descending) std::reverse(row.begin(), row.end());
+    return row[idx[dim]];
+  });
+}
+
 // --- the table --------------------------------------------------------------------------------------------
 enum class Domain { normal, positive };
 struct In {
@@ -264,6 +305,19 @@ inline const std::vector<OpCase>& op_table() {
     {"softmax_dim0", {N({3, 5})}, [](V x) { return softmax(x[0], 0); }, [](H h) { return softmax_ref(h[0], 0, false); }},
     {"log_softmax", {N({3, 5})}, [](V x) { return log_softmax(x[0], 1); }, [](H h) { return softmax_ref(h[0], 1, true); }},
     {"log_softmax_dim0", {N({3, 5})}, [](V x) { return log_softmax(x[0], 0); }, [](H h) { return softmax_ref(h[0], 0, true); }},
+    // reductions, round 2
+    {"var", {N({3, 4})}, [](V x) { return var(x[0]); }, [](H h) { return var_ref(h[0], {}, 1, false); }},
+    {"var_dims_keepdim", {N({2, 3, 4})}, [](V x) { return x[0].var({0, 2}, 0, true); }, [](H h) { return var_ref(h[0], {0, 2}, 0, true); }},
+    {"std", {N({3, 4})}, [](V x) { return ember::std(x[0], 1); }, [](H h) { return var_ref(h[0], {1}, 1, false, true); }},
+    {"std_unbiased_false", {N({2, 3, 4})}, [](V x) { return x[0].std(false); }, [](H h) { return var_ref(h[0], {}, 0, false, true); }},
+    {"logsumexp", {N({3, 5})}, [](V x) { return logsumexp(x[0], 1); }, [](H h) { return logsumexp_ref(h[0], {1}, false); }},
+    {"logsumexp_dims_keepdim", {N({2, 3, 4})}, [](V x) { return x[0].logsumexp({0, -1}, true); }, [](H h) { return logsumexp_ref(h[0], {0, 2}, true); }},
+    {"cumsum", {N({3, 4})}, [](V x) { return cumsum(x[0], 1); }, [](H h) { return cumsum_ref(h[0], 1); }},
+    {"cumsum_dim0", {N({2, 3, 4})}, [](V x) { return x[0].cumsum(0); }, [](H h) { return cumsum_ref(h[0], 0); }},
+    {"sort", {N({3, 5})}, [](V x) { return std::get<0>(sort(x[0])); }, [](H h) { return sorted_ref(h[0], 1, false); }},
+    {"sort_descending_dim0", {N({4, 3})}, [](V x) { return std::get<0>(x[0].sort(0, true)); }, [](H h) { return sorted_ref(h[0], 0, true); }},
+    {"topk", {N({3, 5})}, [](V x) { return std::get<0>(topk(x[0], 2)); }, [](H h) { return sorted_ref(h[0], 1, true, 2); }},
+    {"topk_smallest_dim0", {N({4, 3})}, [](V x) { return std::get<0>(x[0].topk(3, 0, false)); }, [](H h) { return sorted_ref(h[0], 0, false, 3); }},
     // matmul
     {"matmul", {N({3, 4}), N({4, 5})}, [](V x) { return matmul(x[0], x[1]); }, [](H h) { return matmul_ref(h[0], h[1]); }},
     {"matmul_batched", {N({2, 3, 4}), N({2, 4, 5})}, [](V x) { return matmul(x[0], x[1]); }, [](H h) { return matmul_ref(h[0], h[1]); }},
