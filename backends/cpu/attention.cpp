@@ -1,0 +1,295 @@
+// Scaled dot-product attention on the CPU: FlashAttention-2's blocked algorithm (Dao, 2023). The [L, S]
+// score matrix is never stored: each task takes a block of kBr query rows of one (batch, head) and walks
+// the keys kBc at a time, keeping each row's running max and sum (online softmax, attention_math.h) and
+// its output accumulator; only the per-row log-sum-exp is saved for the backward, which recomputes the
+// scores block by block. Memory beyond the operands: per-thread block buffers and one value per query row.
+//
+// The inner loops are axpy's over a contiguous row (s[i][:] += q[i][e]·kᵀ[e][:], acc[i][:] += p[i][j]·v[j][:]),
+// which the compiler vectorises without reassociating sums; OpenBLAS sgemm on 64×64 blocks was not measured
+// against them (the per-call overhead of a BLAS call on blocks this small is the usual reason it loses).
+#include <algorithm>
+#include <vector>
+
+#include "backends/attention_math.h"
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/parallel.h"
+
+namespace ember::cpu {
+namespace {
+
+using attention_math::OnlineSoftmax;
+
+constexpr int64_t kBr = 64;  // query rows per task
+constexpr int64_t kBc = 64;  // keys per block
+
+struct Dims {
+  int64_t B, H, L, S, E, Ev;
+};
+
+template <typename T>
+struct MaskView {  // the additive mask as a strided [B, H, L, S] view; absent: 0
+  const T* data = nullptr;
+  int64_t sb = 0, sh = 0, sl = 0, ss = 0;
+  T at(int64_t b, int64_t h, int64_t i, int64_t j) const {
+    return data != nullptr ? data[b * sb + h * sh + i * sl + j * ss] : T(0);
+  }
+};
+
+template <typename T>
+MaskView<T> mask_view(const TensorArg* m) {
+  MaskView<T> v;
+  if (m == nullptr) return v;
+  v.data = m->ptr<T>();
+  v.sb = m->strides[0];
+  v.sh = m->strides[1];
+  v.sl = m->strides[2];
+  v.ss = m->strides[3];
+  return v;
+}
+
+// kt[e][jj] = k[jj][e] for the nc rows of k (row stride E): the right-hand operand of the axpy form.
+template <typename T>
+void transpose_block(const T* k, int64_t nc, int64_t E, T* kt) {
+  for (int64_t jj = 0; jj < nc; ++jj)
+    for (int64_t e = 0; e < E; ++e) kt[e * kBc + jj] = k[jj * E + e];
+}
+
+// out[ii][jj] = Σ_e a[ii][e] · bt[e][jj] for nr rows of a (row stride E) and nc columns of bt (row stride kBc).
+template <typename T>
+void block_product(const T* a, int64_t nr, const T* bt, int64_t nc, int64_t E, T* out) {
+  for (int64_t ii = 0; ii < nr; ++ii) {
+    T* o = out + ii * kBc;
+    std::fill(o, o + nc, T(0));
+    const T* arow = a + ii * E;
+    for (int64_t e = 0; e < E; ++e) {
+      const T x = arow[e];
+      const T* b = bt + e * kBc;
+#pragma omp simd
+      for (int64_t jj = 0; jj < nc; ++jj) o[jj] += x * b[jj];
+    }
+  }
+}
+
+// y[:n] += a · x[:n]
+template <typename T>
+inline void axpy(T a, const T* x, T* y, int64_t n) {
+#pragma omp simd
+  for (int64_t d = 0; d < n; ++d) y[d] += a * x[d];
+}
+
+// The scores of query rows [i0, i0 + nr) against keys [j0, j0 + nc) of (b, h): s = q·k·scale + mask.
+template <typename T>
+void block_scores(const T* q, const T* kt, const MaskView<T>& mask, const AttentionParams& p, int64_t b,
+                  int64_t h, int64_t i0, int64_t nr, int64_t j0, int64_t nc, int64_t E, T* s) {
+  block_product(q + i0 * E, nr, kt, nc, E, s);
+  for (int64_t ii = 0; ii < nr; ++ii)
+    for (int64_t jj = 0; jj < nc; ++jj)
+      s[ii * kBc + jj] = attention_math::score(s[ii * kBc + jj], p, mask.at(b, h, i0 + ii, j0 + jj), i0 + ii, j0 + jj);
+}
+
+// The keys query rows [i0, i0 + nr) can see: [0, S), or [0, i0 + nr) under is_causal.
+int64_t key_end(const AttentionParams& p, int64_t i0, int64_t nr, int64_t S) {
+  return p.causal ? std::min(S, i0 + nr) : S;
+}
+
+template <typename T>
+void forward(const Dims& d, const T* q, const T* k, const T* v, const MaskView<T>& mask, T* out, T* lse,
+             const AttentionParams& p) {
+  const int64_t q_blocks = (d.L + kBr - 1) / kBr;
+  parallel_for(d.B * d.H * q_blocks, 1, [&](int64_t begin, int64_t end) {
+    std::vector<T> kt(d.E * kBc), s(kBr * kBc), acc(kBr * d.Ev);
+    std::vector<OnlineSoftmax<T>> rows(kBr);
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t bh = task / q_blocks, b = bh / d.H, h = bh % d.H;
+      const int64_t i0 = task % q_blocks * kBr, nr = std::min(kBr, d.L - i0);
+      const T *qh = q + bh * d.L * d.E, *kh = k + bh * d.S * d.E, *vh = v + bh * d.S * d.Ev;
+      std::fill(acc.begin(), acc.end(), T(0));
+      std::fill(rows.begin(), rows.end(), OnlineSoftmax<T>());
+      const int64_t j_end = key_end(p, i0, nr, d.S);
+      for (int64_t j0 = 0; j0 < j_end; j0 += kBc) {
+        const int64_t nc = std::min(kBc, j_end - j0);
+        transpose_block(kh + j0 * d.E, nc, d.E, kt.data());
+        block_scores(qh, kt.data(), mask, p, b, h, i0, nr, j0, nc, d.E, s.data());
+        for (int64_t ii = 0; ii < nr; ++ii) {
+          T* srow = s.data() + ii * kBc;
+          T* arow = acc.data() + ii * d.Ev;
+          OnlineSoftmax<T>& row = rows[ii];
+          T block_max = attention_math::neg_inf<T>();
+          for (int64_t jj = 0; jj < nc; ++jj) block_max = kernels::m_max(block_max, srow[jj]);
+          const T alpha = row.rescale(block_max);
+          if (alpha != T(1)) {
+#pragma omp simd
+            for (int64_t e = 0; e < d.Ev; ++e) arow[e] *= alpha;
+          }
+          const uint64_t index0 = static_cast<uint64_t>((bh * d.L + i0 + ii) * d.S + j0);
+          for (int64_t jj = 0; jj < nc; ++jj) {
+            const T w = row.weight(srow[jj]);
+            row.l += w;
+            const T pw = w * attention_math::dropout_factor<T>(p, index0 + jj);
+            if (pw != T(0)) axpy(pw, vh + (j0 + jj) * d.Ev, arow, d.Ev);
+          }
+        }
+      }
+      for (int64_t ii = 0; ii < nr; ++ii) {
+        const T inv = rows[ii].inverse_sum();
+        T* o = out + (bh * d.L + i0 + ii) * d.Ev;
+        const T* arow = acc.data() + ii * d.Ev;
+#pragma omp simd
+        for (int64_t e = 0; e < d.Ev; ++e) o[e] = arow[e] * inv;
+        lse[bh * d.L + i0 + ii] = rows[ii].logsumexp();
+      }
+    }
+  });
+}
+
+// One (query block, key block) pair of the backward: p = exp(s - lse) (the forward's probabilities) into
+// `prob`, and ds = p·(dP·z - D) into `ds` with dP = dO·vᵀ and z the dropout factor. prob is returned with the
+// dropout applied (p·z: what multiplies v in the forward, so dV = (p·z)ᵀ dO).
+template <typename T>
+void block_grads(const Dims& d, const T* qh, const T* doh, const T* kt, const T* vt, const T* lse_h, const T* D_h,
+                 const MaskView<T>& mask, const AttentionParams& p, int64_t b, int64_t h, int64_t bh, int64_t i0,
+                 int64_t nr, int64_t j0, int64_t nc, T* prob, T* ds) {
+  block_scores(qh, kt, mask, p, b, h, i0, nr, j0, nc, d.E, prob);
+  block_product(doh + i0 * d.Ev, nr, vt, nc, d.Ev, ds);  // dP, before the dropout factor
+  for (int64_t ii = 0; ii < nr; ++ii) {
+    const T l = lse_h[i0 + ii], D = D_h[i0 + ii];
+    const uint64_t index0 = static_cast<uint64_t>((bh * d.L + i0 + ii) * d.S + j0);
+    for (int64_t jj = 0; jj < nc; ++jj) {
+      const T pr = kernels::m_exp(prob[ii * kBc + jj] - l);
+      const T z = attention_math::dropout_factor<T>(p, index0 + jj);
+      ds[ii * kBc + jj] = attention_math::score_grad(pr, ds[ii * kBc + jj] * z, D);
+      prob[ii * kBc + jj] = pr * z;
+    }
+  }
+}
+
+template <typename T>
+void backward(const Dims& d, const T* q, const T* k, const T* v, const MaskView<T>& mask, const T* out,
+              const T* lse, const T* dout, T* dq, T* dk, T* dv, const AttentionParams& p) {
+  // D = rowsum(dO ∘ O), one value per query row.
+  std::vector<T> D(d.B * d.H * d.L);
+  parallel_for(d.B * d.H * d.L, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, d.Ev)),
+               [&](int64_t begin, int64_t end) {
+                 for (int64_t r = begin; r < end; ++r) {
+                   T sum = 0;
+                   const T *g = dout + r * d.Ev, *o = out + r * d.Ev;
+                   for (int64_t e = 0; e < d.Ev; ++e) sum += g[e] * o[e];
+                   D[r] = sum;
+                 }
+               });
+  const T scale = static_cast<T>(p.scale);
+  const int64_t q_blocks = (d.L + kBr - 1) / kBr, k_blocks = (d.S + kBc - 1) / kBc;
+  // dK and dV: one task per (batch·head, key block), over the query blocks that see it.
+  if (dk != nullptr || dv != nullptr) {
+    parallel_for(d.B * d.H * k_blocks, 1, [&](int64_t begin, int64_t end) {
+      std::vector<T> kt(d.E * kBc), vt(d.Ev * kBc), prob(kBr * kBc), ds(kBr * kBc), dk_acc(kBc * d.E),
+          dv_acc(kBc * d.Ev);
+      for (int64_t task = begin; task < end; ++task) {
+        const int64_t bh = task / k_blocks, b = bh / d.H, h = bh % d.H;
+        const int64_t j0 = task % k_blocks * kBc, nc = std::min(kBc, d.S - j0);
+        const T *qh = q + bh * d.L * d.E, *kh = k + bh * d.S * d.E, *vh = v + bh * d.S * d.Ev;
+        const T* doh = dout + bh * d.L * d.Ev;
+        transpose_block(kh + j0 * d.E, nc, d.E, kt.data());
+        transpose_block(vh + j0 * d.Ev, nc, d.Ev, vt.data());
+        std::fill(dk_acc.begin(), dk_acc.end(), T(0));
+        std::fill(dv_acc.begin(), dv_acc.end(), T(0));
+        const int64_t i_start = p.causal ? j0 / kBr * kBr : 0;  // causal: rows i < j0 see none of these keys
+        for (int64_t i0 = i_start; i0 < d.L; i0 += kBr) {
+          const int64_t nr = std::min(kBr, d.L - i0);
+          block_grads(d, qh, doh, kt.data(), vt.data(), lse + bh * d.L, D.data() + bh * d.L, mask, p, b, h, bh, i0,
+                      nr, j0, nc, prob.data(), ds.data());
+          for (int64_t ii = 0; ii < nr; ++ii) {
+            const T *qrow = qh + (i0 + ii) * d.E, *grow = doh + (i0 + ii) * d.Ev;
+            for (int64_t jj = 0; jj < nc; ++jj) {
+              const T pz = prob[ii * kBc + jj], g = ds[ii * kBc + jj] * scale;
+              if (pz != T(0)) axpy(pz, grow, dv_acc.data() + jj * d.Ev, d.Ev);
+              if (g != T(0)) axpy(g, qrow, dk_acc.data() + jj * d.E, d.E);
+            }
+          }
+        }
+        if (dk != nullptr) std::copy(dk_acc.begin(), dk_acc.begin() + nc * d.E, dk + (bh * d.S + j0) * d.E);
+        if (dv != nullptr) std::copy(dv_acc.begin(), dv_acc.begin() + nc * d.Ev, dv + (bh * d.S + j0) * d.Ev);
+      }
+    });
+  }
+  // dQ: one task per (batch·head, query block), over the key blocks it sees.
+  if (dq != nullptr) {
+    parallel_for(d.B * d.H * q_blocks, 1, [&](int64_t begin, int64_t end) {
+      std::vector<T> kt(d.E * kBc), vt(d.Ev * kBc), prob(kBr * kBc), ds(kBr * kBc), dq_acc(kBr * d.E);
+      for (int64_t task = begin; task < end; ++task) {
+        const int64_t bh = task / q_blocks, b = bh / d.H, h = bh % d.H;
+        const int64_t i0 = task % q_blocks * kBr, nr = std::min(kBr, d.L - i0);
+        const T *qh = q + bh * d.L * d.E, *kh = k + bh * d.S * d.E, *vh = v + bh * d.S * d.Ev;
+        const T* doh = dout + bh * d.L * d.Ev;
+        std::fill(dq_acc.begin(), dq_acc.end(), T(0));
+        const int64_t j_end = key_end(p, i0, nr, d.S);
+        for (int64_t j0 = 0; j0 < j_end; j0 += kBc) {
+          const int64_t nc = std::min(kBc, j_end - j0);
+          transpose_block(kh + j0 * d.E, nc, d.E, kt.data());
+          transpose_block(vh + j0 * d.Ev, nc, d.Ev, vt.data());
+          block_grads(d, qh, doh, kt.data(), vt.data(), lse + bh * d.L, D.data() + bh * d.L, mask, p, b, h, bh, i0,
+                      nr, j0, nc, prob.data(), ds.data());
+          for (int64_t ii = 0; ii < nr; ++ii)
+            for (int64_t jj = 0; jj < nc; ++jj) {
+              const T g = ds[ii * kBc + jj] * scale;
+              if (g != T(0)) axpy(g, kh + (j0 + jj) * d.E, dq_acc.data() + ii * d.E, d.E);
+            }
+        }
+        std::copy(dq_acc.begin(), dq_acc.begin() + nr * d.E, dq + (bh * d.L + i0) * d.E);
+      }
+    });
+  }
+}
+
+Dims check_dims(const char* op, const TensorArg& q, const TensorArg& k, const TensorArg& v, const TensorArg* mask,
+                const TensorArg& out, const TensorArg& lse) {
+  EMBER_CHECK(q.ndim == 4 && k.ndim == 4 && v.ndim == 4 && out.ndim == 4 && lse.ndim == 3, op,
+              ": expected q, k, v, out [B, H, *, *] and lse [B, H, L]");
+  const Dims d{q.shape[0], q.shape[1], q.shape[2], k.shape[2], q.shape[3], v.shape[3]};
+  for (const TensorArg* t : {&q, &k, &v, &out, &lse}) {
+    EMBER_CHECK(t->is_contiguous() && t->dtype == q.dtype, op, ": q, k, v, out and lse must be contiguous and of ",
+                "one dtype");
+    EMBER_CHECK(t->shape[0] == d.B && t->shape[1] == d.H, op, ": q, k, v, out and lse must share [B, H]");
+  }
+  EMBER_CHECK(k.shape[3] == d.E && v.shape[2] == d.S && out.shape[2] == d.L && out.shape[3] == d.Ev &&
+                  lse.shape[2] == d.L,
+              op, ": shapes of q [B, H, L, E], k [B, H, S, E], v [B, H, S, Ev], out [B, H, L, Ev] do not agree");
+  if (mask != nullptr)
+    EMBER_CHECK(mask->ndim == 4 && mask->dtype == q.dtype && mask->shape[0] == d.B && mask->shape[1] == d.H &&
+                    mask->shape[2] == d.L && mask->shape[3] == d.S,
+                op, ": the mask must be a [B, H, L, S] view of q's dtype");
+  return d;
+}
+
+}  // namespace
+
+void CpuBackend::attention_forward(const TensorArg& q, const TensorArg& k, const TensorArg& v, const TensorArg* mask,
+                                   const TensorArg& out, const TensorArg& lse, const AttentionParams& p) {
+  const Dims d = check_dims("scaled_dot_product_attention", q, k, v, mask, out, lse);
+  dispatch_floating(q.dtype, "scaled_dot_product_attention", [&](auto tag) {
+    using T = decltype(tag);
+    forward<T>(d, q.ptr<T>(), k.ptr<T>(), v.ptr<T>(), mask_view<T>(mask), out.ptr<T>(), lse.ptr<T>(), p);
+  });
+}
+
+void CpuBackend::attention_backward(const TensorArg& q, const TensorArg& k, const TensorArg& v, const TensorArg* mask,
+                                    const TensorArg& out, const TensorArg& lse, const TensorArg& grad_out,
+                                    const TensorArg* grad_q, const TensorArg* grad_k, const TensorArg* grad_v,
+                                    const AttentionParams& p) {
+  const char* op = "scaled_dot_product_attention_backward";
+  const Dims d = check_dims(op, q, k, v, mask, out, lse);
+  for (const auto& [g, like] : {std::pair{&grad_out, &out}, std::pair{grad_q, &q}, std::pair{grad_k, &k},
+                                std::pair{grad_v, &v}}) {
+    if (g == nullptr) continue;
+    EMBER_CHECK(g->is_contiguous() && g->dtype == q.dtype && g->numel() == like->numel(), op,
+                ": gradients must be contiguous, of q's dtype and of their operand's size");
+  }
+  dispatch_floating(q.dtype, op, [&](auto tag) {
+    using T = decltype(tag);
+    const auto ptr = [](const TensorArg* t) { return t != nullptr ? t->ptr<T>() : nullptr; };
+    backward<T>(d, q.ptr<T>(), k.ptr<T>(), v.ptr<T>(), mask_view<T>(mask), out.ptr<T>(), lse.ptr<T>(),
+                grad_out.ptr<T>(), ptr(grad_q), ptr(grad_k), ptr(grad_v), p);
+  });
+}
+
+}  // namespace ember::cpu
