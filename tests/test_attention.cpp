@@ -11,6 +11,7 @@
 #include <cmath>
 #include <functional>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -50,6 +51,8 @@ struct GoldenCase {
   bool causal = false;
   std::optional<double> scale;
 };
+
+void PrintTo(const GoldenCase& c, std::ostream* os) { *os << c.name; }
 
 class AttentionGolden : public ::testing::TestWithParam<std::tuple<GoldenCase, std::string>> {};
 

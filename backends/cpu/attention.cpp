@@ -4,14 +4,15 @@
 // its output accumulator; only the per-row log-sum-exp is saved for the backward, which recomputes the
 // scores block by block. Memory beyond the operands: per-thread block buffers and one value per query row.
 //
-// The inner loops are axpy's over a contiguous row (s[i][:] += q[i][e]·kᵀ[e][:], acc[i][:] += p[i][j]·v[j][:]),
-// which the compiler vectorises without reassociating sums; OpenBLAS sgemm on 64×64 blocks was not measured
-// against them (the per-call overhead of a BLAS call on blocks this small is the usual reason it loses).
+// The block products (q·kᵀ, p·v and the backward's five) are OpenBLAS GEMM calls on the blocks, single-
+// threaded inside the parallel region (as conv2d's): measured 2026-12-01 (docs/benchmarks.md), they beat the
+// first version's hand-written vectorised axpy loops (commit 5971a3e) clearly.
 #include <algorithm>
 #include <vector>
 
 #include "backends/attention_math.h"
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/openblas.h"
 #include "backends/cpu/parallel.h"
 
 namespace ember::cpu {
@@ -20,7 +21,7 @@ namespace {
 using attention_math::OnlineSoftmax;
 
 constexpr int64_t kBr = 64;  // query rows per task
-constexpr int64_t kBc = 64;  // keys per block
+constexpr int64_t kBc = 128;  // keys per block
 
 struct Dims {
   int64_t B, H, L, S, E, Ev;
@@ -47,44 +48,22 @@ MaskView<T> mask_view(const TensorArg* m) {
   return v;
 }
 
-// kt[e][jj] = k[jj][e] for the nc rows of k (row stride E): the right-hand operand of the axpy form.
+// The scores of query rows [i0, i0 + nr) against keys [j0, j0 + nc) of (b, h): s = q·kᵀ·scale + mask, into s
+// (row stride kBc). q and k point at the (b, h) matrices.
 template <typename T>
-void transpose_block(const T* k, int64_t nc, int64_t E, T* kt) {
-  for (int64_t jj = 0; jj < nc; ++jj)
-    for (int64_t e = 0; e < E; ++e) kt[e * kBc + jj] = k[jj * E + e];
-}
-
-// out[ii][jj] = Σ_e a[ii][e] · bt[e][jj] for nr rows of a (row stride E) and nc columns of bt (row stride kBc).
-template <typename T>
-void block_product(const T* a, int64_t nr, const T* bt, int64_t nc, int64_t E, T* out) {
-  for (int64_t ii = 0; ii < nr; ++ii) {
-    T* o = out + ii * kBc;
-    std::fill(o, o + nc, T(0));
-    const T* arow = a + ii * E;
-    for (int64_t e = 0; e < E; ++e) {
-      const T x = arow[e];
-      const T* b = bt + e * kBc;
-#pragma omp simd
-      for (int64_t jj = 0; jj < nc; ++jj) o[jj] += x * b[jj];
-    }
-  }
-}
-
-// y[:n] += a · x[:n]
-template <typename T>
-inline void axpy(T a, const T* x, T* y, int64_t n) {
-#pragma omp simd
-  for (int64_t d = 0; d < n; ++d) y[d] += a * x[d];
-}
-
-// The scores of query rows [i0, i0 + nr) against keys [j0, j0 + nc) of (b, h): s = q·k·scale + mask.
-template <typename T>
-void block_scores(const T* q, const T* kt, const MaskView<T>& mask, const AttentionParams& p, int64_t b,
-                  int64_t h, int64_t i0, int64_t nr, int64_t j0, int64_t nc, int64_t E, T* s) {
-  block_product(q + i0 * E, nr, kt, nc, E, s);
+void block_scores(const T* q, const T* k, const MaskView<T>& mask, const AttentionParams& p, int64_t b, int64_t h,
+                  int64_t i0, int64_t nr, int64_t j0, int64_t nc, int64_t E, T* s) {
+  gemm<T>(false, true, nr, nc, E, T(1), q + i0 * E, E, k + j0 * E, E, T(0), s, kBc);
   for (int64_t ii = 0; ii < nr; ++ii)
     for (int64_t jj = 0; jj < nc; ++jj)
       s[ii * kBc + jj] = attention_math::score(s[ii * kBc + jj], p, mask.at(b, h, i0 + ii, j0 + jj), i0 + ii, j0 + jj);
+}
+
+// Tasks per thread below which a parallel_for stays on the calling thread: a task is one block of rows
+// against all S keys (or of keys against all L rows); tiny problems (gradcheck's) are not worth a region.
+int64_t task_grain(int64_t rows, int64_t others, int64_t width) {
+  const int64_t work = std::max<int64_t>(1, rows * others * width);
+  return std::max<int64_t>(1, (int64_t{1} << 18) / work);
 }
 
 // The keys query rows [i0, i0 + nr) can see: [0, S), or [0, i0 + nr) under is_causal.
@@ -96,8 +75,8 @@ template <typename T>
 void forward(const Dims& d, const T* q, const T* k, const T* v, const MaskView<T>& mask, T* out, T* lse,
              const AttentionParams& p) {
   const int64_t q_blocks = (d.L + kBr - 1) / kBr;
-  parallel_for(d.B * d.H * q_blocks, 1, [&](int64_t begin, int64_t end) {
-    std::vector<T> kt(d.E * kBc), s(kBr * kBc), acc(kBr * d.Ev);
+  parallel_for(d.B * d.H * q_blocks, task_grain(std::min(kBr, d.L), d.S, d.E + d.Ev), [&](int64_t begin, int64_t end) {
+    std::vector<T> s(kBr * kBc), acc(kBr * d.Ev);
     std::vector<OnlineSoftmax<T>> rows(kBr);
     for (int64_t task = begin; task < end; ++task) {
       const int64_t bh = task / q_blocks, b = bh / d.H, h = bh % d.H;
@@ -108,8 +87,7 @@ void forward(const Dims& d, const T* q, const T* k, const T* v, const MaskView<T
       const int64_t j_end = key_end(p, i0, nr, d.S);
       for (int64_t j0 = 0; j0 < j_end; j0 += kBc) {
         const int64_t nc = std::min(kBc, j_end - j0);
-        transpose_block(kh + j0 * d.E, nc, d.E, kt.data());
-        block_scores(qh, kt.data(), mask, p, b, h, i0, nr, j0, nc, d.E, s.data());
+        block_scores(qh, kh, mask, p, b, h, i0, nr, j0, nc, d.E, s.data());
         for (int64_t ii = 0; ii < nr; ++ii) {
           T* srow = s.data() + ii * kBc;
           T* arow = acc.data() + ii * d.Ev;
@@ -125,10 +103,10 @@ void forward(const Dims& d, const T* q, const T* k, const T* v, const MaskView<T
           for (int64_t jj = 0; jj < nc; ++jj) {
             const T w = row.weight(srow[jj]);
             row.l += w;
-            const T pw = w * attention_math::dropout_factor<T>(p, index0 + jj);
-            if (pw != T(0)) axpy(pw, vh + (j0 + jj) * d.Ev, arow, d.Ev);
+            srow[jj] = w * attention_math::dropout_factor<T>(p, index0 + jj);
           }
         }
+        gemm<T>(false, false, nr, d.Ev, nc, T(1), s.data(), kBc, vh + j0 * d.Ev, d.Ev, T(1), acc.data(), d.Ev);
       }
       for (int64_t ii = 0; ii < nr; ++ii) {
         const T inv = rows[ii].inverse_sum();
@@ -146,11 +124,11 @@ void forward(const Dims& d, const T* q, const T* k, const T* v, const MaskView<T
 // `prob`, and ds = p·(dP·z - D) into `ds` with dP = dO·vᵀ and z the dropout factor. prob is returned with the
 // dropout applied (p·z: what multiplies v in the forward, so dV = (p·z)ᵀ dO).
 template <typename T>
-void block_grads(const Dims& d, const T* qh, const T* doh, const T* kt, const T* vt, const T* lse_h, const T* D_h,
+void block_grads(const Dims& d, const T* qh, const T* doh, const T* kh, const T* vh, const T* lse_h, const T* D_h,
                  const MaskView<T>& mask, const AttentionParams& p, int64_t b, int64_t h, int64_t bh, int64_t i0,
                  int64_t nr, int64_t j0, int64_t nc, T* prob, T* ds) {
-  block_scores(qh, kt, mask, p, b, h, i0, nr, j0, nc, d.E, prob);
-  block_product(doh + i0 * d.Ev, nr, vt, nc, d.Ev, ds);  // dP, before the dropout factor
+  block_scores(qh, kh, mask, p, b, h, i0, nr, j0, nc, d.E, prob);
+  gemm<T>(false, true, nr, nc, d.Ev, T(1), doh + i0 * d.Ev, d.Ev, vh + j0 * d.Ev, d.Ev, T(0), ds, kBc);  // dP
   for (int64_t ii = 0; ii < nr; ++ii) {
     const T l = lse_h[i0 + ii], D = D_h[i0 + ii];
     const uint64_t index0 = static_cast<uint64_t>((bh * d.L + i0 + ii) * d.S + j0);
@@ -181,31 +159,24 @@ void backward(const Dims& d, const T* q, const T* k, const T* v, const MaskView<
   const int64_t q_blocks = (d.L + kBr - 1) / kBr, k_blocks = (d.S + kBc - 1) / kBc;
   // dK and dV: one task per (batch·head, key block), over the query blocks that see it.
   if (dk != nullptr || dv != nullptr) {
-    parallel_for(d.B * d.H * k_blocks, 1, [&](int64_t begin, int64_t end) {
-      std::vector<T> kt(d.E * kBc), vt(d.Ev * kBc), prob(kBr * kBc), ds(kBr * kBc), dk_acc(kBc * d.E),
-          dv_acc(kBc * d.Ev);
+    parallel_for(d.B * d.H * k_blocks, task_grain(std::min(kBc, d.S), d.L, 2 * (d.E + d.Ev)),
+                 [&](int64_t begin, int64_t end) {
+      std::vector<T> prob(kBr * kBc), ds(kBr * kBc), dk_acc(kBc * d.E), dv_acc(kBc * d.Ev);
       for (int64_t task = begin; task < end; ++task) {
         const int64_t bh = task / k_blocks, b = bh / d.H, h = bh % d.H;
         const int64_t j0 = task % k_blocks * kBc, nc = std::min(kBc, d.S - j0);
         const T *qh = q + bh * d.L * d.E, *kh = k + bh * d.S * d.E, *vh = v + bh * d.S * d.Ev;
         const T* doh = dout + bh * d.L * d.Ev;
-        transpose_block(kh + j0 * d.E, nc, d.E, kt.data());
-        transpose_block(vh + j0 * d.Ev, nc, d.Ev, vt.data());
         std::fill(dk_acc.begin(), dk_acc.end(), T(0));
         std::fill(dv_acc.begin(), dv_acc.end(), T(0));
         const int64_t i_start = p.causal ? j0 / kBr * kBr : 0;  // causal: rows i < j0 see none of these keys
         for (int64_t i0 = i_start; i0 < d.L; i0 += kBr) {
           const int64_t nr = std::min(kBr, d.L - i0);
-          block_grads(d, qh, doh, kt.data(), vt.data(), lse + bh * d.L, D.data() + bh * d.L, mask, p, b, h, bh, i0,
-                      nr, j0, nc, prob.data(), ds.data());
-          for (int64_t ii = 0; ii < nr; ++ii) {
-            const T *qrow = qh + (i0 + ii) * d.E, *grow = doh + (i0 + ii) * d.Ev;
-            for (int64_t jj = 0; jj < nc; ++jj) {
-              const T pz = prob[ii * kBc + jj], g = ds[ii * kBc + jj] * scale;
-              if (pz != T(0)) axpy(pz, grow, dv_acc.data() + jj * d.Ev, d.Ev);
-              if (g != T(0)) axpy(g, qrow, dk_acc.data() + jj * d.E, d.E);
-            }
-          }
+          block_grads(d, qh, doh, kh, vh, lse + bh * d.L, D.data() + bh * d.L, mask, p, b, h, bh, i0, nr, j0, nc,
+                      prob.data(), ds.data());
+          // dV += (p·z)ᵀ dO, dK += dSᵀ q · scale
+          gemm<T>(true, false, nc, d.Ev, nr, T(1), prob.data(), kBc, doh + i0 * d.Ev, d.Ev, T(1), dv_acc.data(), d.Ev);
+          gemm<T>(true, false, nc, d.E, nr, scale, ds.data(), kBc, qh + i0 * d.E, d.E, T(1), dk_acc.data(), d.E);
         }
         if (dk != nullptr) std::copy(dk_acc.begin(), dk_acc.begin() + nc * d.E, dk + (bh * d.S + j0) * d.E);
         if (dv != nullptr) std::copy(dv_acc.begin(), dv_acc.begin() + nc * d.Ev, dv + (bh * d.S + j0) * d.Ev);
@@ -214,8 +185,9 @@ void backward(const Dims& d, const T* q, const T* k, const T* v, const MaskView<
   }
   // dQ: one task per (batch·head, query block), over the key blocks it sees.
   if (dq != nullptr) {
-    parallel_for(d.B * d.H * q_blocks, 1, [&](int64_t begin, int64_t end) {
-      std::vector<T> kt(d.E * kBc), vt(d.Ev * kBc), prob(kBr * kBc), ds(kBr * kBc), dq_acc(kBr * d.E);
+    parallel_for(d.B * d.H * q_blocks, task_grain(std::min(kBr, d.L), d.S, 2 * d.E + d.Ev),
+                 [&](int64_t begin, int64_t end) {
+      std::vector<T> prob(kBr * kBc), ds(kBr * kBc), dq_acc(kBr * d.E);
       for (int64_t task = begin; task < end; ++task) {
         const int64_t bh = task / q_blocks, b = bh / d.H, h = bh % d.H;
         const int64_t i0 = task % q_blocks * kBr, nr = std::min(kBr, d.L - i0);
@@ -225,15 +197,10 @@ void backward(const Dims& d, const T* q, const T* k, const T* v, const MaskView<
         const int64_t j_end = key_end(p, i0, nr, d.S);
         for (int64_t j0 = 0; j0 < j_end; j0 += kBc) {
           const int64_t nc = std::min(kBc, j_end - j0);
-          transpose_block(kh + j0 * d.E, nc, d.E, kt.data());
-          transpose_block(vh + j0 * d.Ev, nc, d.Ev, vt.data());
-          block_grads(d, qh, doh, kt.data(), vt.data(), lse + bh * d.L, D.data() + bh * d.L, mask, p, b, h, bh, i0,
-                      nr, j0, nc, prob.data(), ds.data());
-          for (int64_t ii = 0; ii < nr; ++ii)
-            for (int64_t jj = 0; jj < nc; ++jj) {
-              const T g = ds[ii * kBc + jj] * scale;
-              if (g != T(0)) axpy(g, kh + (j0 + jj) * d.E, dq_acc.data() + ii * d.E, d.E);
-            }
+          block_grads(d, qh, doh, kh, vh, lse + bh * d.L, D.data() + bh * d.L, mask, p, b, h, bh, i0, nr, j0, nc,
+                      prob.data(), ds.data());
+          // dQ += dS k · scale
+          gemm<T>(false, false, nr, d.E, nc, scale, ds.data(), kBc, kh + j0 * d.E, d.E, T(1), dq_acc.data(), d.E);
         }
         std::copy(dq_acc.begin(), dq_acc.begin() + nr * d.E, dq + (bh * d.L + i0) * d.E);
       }
