@@ -66,6 +66,11 @@ int64_t task_grain(int64_t rows, int64_t others, int64_t width) {
   return std::max<int64_t>(1, (int64_t{1} << 18) / work);
 }
 
+// The order tasks are handed out in, over the n blocks of one (batch, head): 0, n-1, 1, n-2, ... Under
+// is_causal block k costs about k (query blocks) or n-k (key blocks); parallel_for gives each thread a
+// contiguous range, which this order fills with cheap and expensive blocks alike.
+int64_t zigzag(int64_t t, int64_t n) { return t % 2 == 0 ? t / 2 : n - 1 - t / 2; }
+
 // The keys query rows [i0, i0 + nr) can see: [0, S), or [0, i0 + nr) under is_causal.
 int64_t key_end(const AttentionParams& p, int64_t i0, int64_t nr, int64_t S) {
   return p.causal ? std::min(S, i0 + nr) : S;
@@ -80,7 +85,7 @@ void forward(const Dims& d, const T* q, const T* k, const T* v, const MaskView<T
     std::vector<OnlineSoftmax<T>> rows(kBr);
     for (int64_t task = begin; task < end; ++task) {
       const int64_t bh = task / q_blocks, b = bh / d.H, h = bh % d.H;
-      const int64_t i0 = task % q_blocks * kBr, nr = std::min(kBr, d.L - i0);
+      const int64_t i0 = zigzag(task % q_blocks, q_blocks) * kBr, nr = std::min(kBr, d.L - i0);
       const T *qh = q + bh * d.L * d.E, *kh = k + bh * d.S * d.E, *vh = v + bh * d.S * d.Ev;
       std::fill(acc.begin(), acc.end(), T(0));
       std::fill(rows.begin(), rows.end(), OnlineSoftmax<T>());
@@ -164,7 +169,7 @@ void backward(const Dims& d, const T* q, const T* k, const T* v, const MaskView<
       std::vector<T> prob(kBr * kBc), ds(kBr * kBc), dk_acc(kBc * d.E), dv_acc(kBc * d.Ev);
       for (int64_t task = begin; task < end; ++task) {
         const int64_t bh = task / k_blocks, b = bh / d.H, h = bh % d.H;
-        const int64_t j0 = task % k_blocks * kBc, nc = std::min(kBc, d.S - j0);
+        const int64_t j0 = zigzag(task % k_blocks, k_blocks) * kBc, nc = std::min(kBc, d.S - j0);
         const T *qh = q + bh * d.L * d.E, *kh = k + bh * d.S * d.E, *vh = v + bh * d.S * d.Ev;
         const T* doh = dout + bh * d.L * d.Ev;
         std::fill(dk_acc.begin(), dk_acc.end(), T(0));
@@ -190,7 +195,7 @@ void backward(const Dims& d, const T* q, const T* k, const T* v, const MaskView<
       std::vector<T> prob(kBr * kBc), ds(kBr * kBc), dq_acc(kBr * d.E);
       for (int64_t task = begin; task < end; ++task) {
         const int64_t bh = task / q_blocks, b = bh / d.H, h = bh % d.H;
-        const int64_t i0 = task % q_blocks * kBr, nr = std::min(kBr, d.L - i0);
+        const int64_t i0 = zigzag(task % q_blocks, q_blocks) * kBr, nr = std::min(kBr, d.L - i0);
         const T *qh = q + bh * d.L * d.E, *kh = k + bh * d.S * d.E, *vh = v + bh * d.S * d.Ev;
         const T* doh = dout + bh * d.L * d.Ev;
         std::fill(dq_acc.begin(), dq_acc.end(), T(0));
