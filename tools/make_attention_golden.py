@@ -73,9 +73,9 @@ case("rect", rn(3, 4, 5), rn(3, 9, 5), rn(3, 9, 5))  # L != S
 case("lead3", rn(2, 2, 3, 5, 4), rn(2, 2, 3, 6, 4), rn(2, 2, 3, 6, 4), mask=bool_mask(2, 1, 1, 5, 6))
 case("ev", rn(2, 5, 6), rn(2, 7, 6), rn(2, 7, 3))  # Ev != E
 case("unbatched", rn(5, 4), rn(6, 4), rn(6, 3))
-# Across the CPU kernel's 64×64 blocks: several query and key blocks, ragged edges.
-case("blocks_causal", rn(1, 150, 16), rn(1, 150, 16), rn(1, 150, 16), causal=True)
-case("blocks_mask", rn(1, 130, 8), rn(1, 200, 8), rn(1, 200, 12), mask=rn(130, 200) * 2)
+# Across the CPU kernel's 64×128 blocks: several query and key blocks, ragged edges.
+case("blocks_causal", rn(1, 150, 4), rn(1, 150, 4), rn(1, 150, 4), causal=True)
+case("blocks_mask", rn(1, 130, 4), rn(1, 200, 4), rn(1, 200, 6), mask=rn(1, 200) * 2)  # a key bias
 case("blocks_bool", rn(1, 100, 8), rn(1, 140, 8), rn(1, 140, 8), mask=bool_mask(1, 100, 140))
 # A fully masked row (row 1): 0 output and no gradient (PyTorch >= 2.5's _safe_softmax).
 fm = bool_mask(4, 5)
