@@ -71,6 +71,17 @@ struct Pool2dParams {
   bool count_include_pad = true;  // avg: divide by the full window, padding included (PyTorch's default)
 };
 
+// --- scaled dot-product attention ---
+// scale multiplies q·k; causal masks key j > query i (top-left aligned, PyTorch's is_causal); dropout_p > 0
+// zeroes each attention weight with probability dropout_p (Philox keyed by seed, offset + the weight's
+// index ((b·H + h)·L + i)·S + j) and scales the rest by 1/(1 - dropout_p).
+struct AttentionParams {
+  double scale = 1.0;
+  bool causal = false;
+  double dropout_p = 0.0;
+  uint64_t seed = 0, offset = 0;
+};
+
 // Fused optimizer updates: one pass over each parameter (PyTorch's single-tensor algorithms, same order of
 // operations). `step` is the update's 1-based count (Adam's bias correction; SGD's first momentum step).
 enum class OptimizerOp : uint8_t { sgd, adam, rmsprop };
@@ -139,6 +150,11 @@ inline constexpr int kPinnedHostIndex = -1;
 //   normalisation, unbiased for the running update: running = (1-momentum)·running + momentum·batch);
 //   eval: running statistics. save_mean/save_invstd [C] are what the backward needs, in both modes.
 // layer_norm over the last D elements of x seen as [M, D]; weight/bias [D]; save_mean/save_invstd [M].
+// attention: out = dropout(softmax(q·kᵀ·scale + mask)) · v without materialising the [L, S] scores:
+//   q [B, H, L, E], k [B, H, S, E], v [B, H, S, Ev], out [B, H, L, Ev], lse [B, H, L] (each row's
+//   log-sum-exp of the scores, all the backward needs besides out); mask: additive, q's dtype, a strided
+//   [B, H, L, S] view (broadcast dims have stride 0) or nullptr. A fully masked row gives 0 (PyTorch's
+//   _safe_softmax) and its lse is +inf. The backward recomputes the scores block by block and writes the requested input gradients.
 #define EMBER_BACKEND_OPS(X)                                                                                       \
   X(copy, (const TensorArg& src, const TensorArg& dst))                                                            \
   X(copy_bytes_host, (void* device_ptr, void* host_ptr, size_t bytes, bool to_host, int device_index))             \
@@ -183,7 +199,13 @@ inline constexpr int kPinnedHostIndex = -1;
                          const TensorArg& save_mean, const TensorArg& save_invstd, double eps))                    \
   X(layer_norm_backward, (const TensorArg& grad_y, const TensorArg& x, const TensorArg* weight,                    \
                           const TensorArg& save_mean, const TensorArg& save_invstd, const TensorArg* grad_x,       \
-                          const TensorArg* grad_weight, const TensorArg* grad_bias))
+                          const TensorArg* grad_weight, const TensorArg* grad_bias))                               \
+  X(attention_forward, (const TensorArg& q, const TensorArg& k, const TensorArg& v, const TensorArg* mask,          \
+                        const TensorArg& out, const TensorArg& lse, const AttentionParams& p))                     \
+  X(attention_backward, (const TensorArg& q, const TensorArg& k, const TensorArg& v, const TensorArg* mask,         \
+                         const TensorArg& out, const TensorArg& lse, const TensorArg& grad_out,                    \
+                         const TensorArg* grad_q, const TensorArg* grad_k, const TensorArg* grad_v,                \
+                         const AttentionParams& p))
 
 // What a backend class writes to declare every entry: `EMBER_BACKEND_OPS(EMBER_BACKEND_OVERRIDE)`.
 #define EMBER_BACKEND_OVERRIDE(name, params) void name params override;

@@ -4,6 +4,8 @@
 // Debian's python3-torch) for the side-by-side figures in docs/benchmarks.md.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+
 #include <ember/ember.h>
 
 #include "nn/functional.h"
@@ -123,5 +125,34 @@ void BM_AdamStep(benchmark::State& state) {
 BENCHMARK(BM_AdamStep)->Arg(1 << 20)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace
+
+// Attention forward+backward, one head, E = 64, f32, sequence length T (args: T, fused): the fused op
+// against the naive composition softmax(q·kᵀ/8)·v through Ember's own ops, which stores the [T, T] scores.
+// peak_MiB: the CPU allocator's high-water mark during one pass, inputs excluded.
+void BM_AttentionForwardBackward(benchmark::State& state) {
+  const int64_t T = state.range(0);
+  const bool fused = state.range(1) != 0;
+  Generator gen(0);
+  Tensor q = randn({1, 1, T, 64}, {}, &gen).requires_grad_(), k = randn({1, 1, T, 64}, {}, &gen).requires_grad_(),
+         v = randn({1, 1, T, 64}, {}, &gen).requires_grad_();
+  const Tensor g = randn({1, 1, T, 64}, {}, &gen);
+  size_t peak = 0;
+  for (auto _ : state) {
+    backend(kCPU).reset_peak_memory_stats(0);
+    const size_t base = memory_stats(kCPU).allocated;
+    const Tensor y = fused ? F::scaled_dot_product_attention(q, k, v)
+                           : matmul(softmax(matmul(q, k.transpose(-2, -1)) * 0.125, -1), v);
+    y.backward(g);
+    peak = std::max(peak, memory_stats(kCPU).peak_allocated - base);
+    benchmark::DoNotOptimize(q.grad().data_ptr());
+    for (Tensor* t : {&q, &k, &v}) t->set_grad({});
+  }
+  state.counters["peak_MiB"] = static_cast<double>(peak) / (1 << 20);
+  state.SetLabel(fused ? "fused" : "naive");
+}
+BENCHMARK(BM_AttentionForwardBackward)
+    ->ArgsProduct({{1024, 2048, 4096}, {1, 0}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 BENCHMARK_MAIN();

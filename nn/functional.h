@@ -5,6 +5,7 @@
 //
 // Shapes: N batch, C channels, H/W spatial, O output channels, K kernel, D features.
 #include <cstdint>
+#include <optional>
 
 #include "autograd/ops.h"
 #include "core/tensor.h"
@@ -69,6 +70,22 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 Tensor dropout(const Tensor& x, double p, bool training, Generator* gen = nullptr);
 // weight [V, D], indices i64 of any shape → [*indices.shape, D]. Backward scatter-adds into weight.
 Tensor embedding(const Tensor& indices, const Tensor& weight);
+
+// --- attention --------------------------------------------------------------------------------------------
+struct AttentionOptions {
+  Tensor attn_mask;             // bool (true = attend) or q's dtype (added to the scores), broadcastable to
+                                // [..., L, S]; undefined: none. It gets no gradient.
+  bool is_causal = false;       // mask key j > query i (top-left aligned); not together with attn_mask
+  double dropout_p = 0.0;       // applied to the attention weights when > 0 (pass 0 in eval, as PyTorch)
+  std::optional<double> scale;  // default 1/sqrt(E)
+  Generator* gen = nullptr;     // the dropout's generator; nullptr: the default generator
+};
+// torch.nn.functional.scaled_dot_product_attention: softmax(q·kᵀ·scale + mask) · v, with the dropout on the
+// softmax. q [..., L, E], k [..., S, E], v [..., S, Ev] (the same leading dims) → [..., L, Ev]. One fused
+// op (FlashAttention-2's blocked algorithm): memory linear in L and S. A fully masked row gives 0 and passes
+// no gradient, as PyTorch's math kernel since 2.5 (_safe_softmax; 2.0-2.4 gave NaN).
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                   const AttentionOptions& options = {});
 
 // --- losses: input [N, C] with class indices target i64 [N], or same-shaped targets ---------------------
 struct CrossEntropyOptions {

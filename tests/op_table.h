@@ -239,6 +239,40 @@ inline const Tensor kSelectIndex = from_vector<int64_t>({2, 0, 2}, {3});
 inline const Tensor kMask = from_vector<bool>({true, false, false, true, true, false}, {2, 3});
 inline const Host kMaskHost{{2, 3}, {1, 0, 0, 1, 1, 0}};
 
+// --- scaled dot-product attention ---
+// softmax(q·kᵀ·scale + mask)·v over the leading dims of q [.., L, E], k [.., S, E], v [.., S, Ev]; mask: an
+// additive [L, S] (or none); causal: key j > query i masked.
+inline Host attention_ref(const Host& q, const Host& k, const Host& v, const Host* mask, bool causal, double scale) {
+  const int n = q.shape.size();
+  const int64_t L = q.shape[n - 2], E = q.shape[n - 1], S = k.shape[n - 2], Ev = v.shape[n - 1];
+  const int64_t B = L * E == 0 ? 0 : q.shape.numel() / (L * E);
+  Shape os = q.shape;
+  os[n - 1] = Ev;
+  Host out{os, std::vector<double>(static_cast<size_t>(B * L * Ev))};
+  std::vector<double> s(static_cast<size_t>(S));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < L; ++i) {
+      double m = -INFINITY, total = 0;
+      for (int64_t j = 0; j < S; ++j) {
+        double dot = 0;
+        for (int64_t e = 0; e < E; ++e) dot += q.v[(b * L + i) * E + e] * k.v[(b * S + j) * E + e];
+        s[j] = causal && j > i ? -INFINITY : dot * scale + (mask != nullptr ? mask->v[i * S + j] : 0.0);
+        m = std::max(m, s[j]);
+      }
+      for (int64_t j = 0; j < S; ++j) total += std::exp(s[j] - m);
+      for (int64_t d = 0; d < Ev; ++d) {
+        double acc = 0;
+        for (int64_t j = 0; j < S; ++j) acc += std::exp(s[j] - m) / total * v.v[(b * S + j) * Ev + d];
+        out.v[(b * L + i) * Ev + d] = acc;
+      }
+    }
+  return out;
+}
+inline const Tensor kAttnMask = from_vector<bool>({true, false, true, true, false, false, true, false, false, true, true, true, true, false, false}, {3, 5});
+inline const Host kAttnMaskHost{{3, 5}, {0, -INFINITY, 0, 0, -INFINITY, -INFINITY, 0, -INFINITY, -INFINITY, 0, 0, 0, 0, -INFINITY, -INFINITY}};
+inline const Tensor kAttnBias = from_vector<double>({0.5, -1, 0.25, 2, -0.5, 1, 0, -2, 0.75, 1.5, -0.25, 0.5, -1.5, 1, 0.125}, {3, 5});
+inline const Host kAttnBiasHost{{3, 5}, {0.5, -1, 0.25, 2, -0.5, 1, 0, -2, 0.75, 1.5, -0.25, 0.5, -1.5, 1, 0.125}};
+
 inline double gelu_ref(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
 inline double gelu_tanh_ref(double x) {
   return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
@@ -350,6 +384,13 @@ inline const std::vector<OpCase>& op_table() {
     {"stack", {N({2, 3}), N({2, 3})}, [](V x) { return stack({x[0], x[1]}, 1); }, [](H h) { return cat_ref({with_shape(h[0], {2, 1, 3}), with_shape(h[1], {2, 1, 3})}, 1); }},
     {"index_select", {N({4, 3})}, [](V x) { return index_select(x[0], 0, kSelectIndex.to(x[0].device())); }, [](H h) { return generate({3, 3}, [&](const Shape& i) { return at(h[0], {std::vector<int64_t>{2, 0, 2}[i[0]], i[1]}); }); }},
     {"gather", {N({3, 4})}, [](V x) { return gather(x[0], 1, kGatherIndex.to(x[0].device())); }, [](H h) { return generate({3, 2}, [&](const Shape& i) { return at(h[0], {i[0], std::vector<int64_t>{0, 3, 1, 1, 2, 0}[i[0] * 2 + i[1]]}); }); }},
+    // scaled dot-product attention (nn::functional, one fused op): plain, causal (L < S), bool and float masks
+    // with a custom scale, two leading dims with Ev != E
+    {"scaled_dot_product_attention", {N({2, 3, 4}), N({2, 5, 4}), N({2, 5, 4})}, [](V x) { return nn::functional::scaled_dot_product_attention(x[0], x[1], x[2]); }, [](H h) { return attention_ref(h[0], h[1], h[2], nullptr, false, 0.5); }},
+    {"scaled_dot_product_attention_causal", {N({2, 3, 4}), N({2, 5, 4}), N({2, 5, 4})}, [](V x) { return nn::functional::scaled_dot_product_attention(x[0], x[1], x[2], {.is_causal = true}); }, [](H h) { return attention_ref(h[0], h[1], h[2], nullptr, true, 0.5); }},
+    {"scaled_dot_product_attention_bool_mask", {N({2, 3, 4}), N({2, 5, 4}), N({2, 5, 4})}, [](V x) { return nn::functional::scaled_dot_product_attention(x[0], x[1], x[2], {.attn_mask = kAttnMask.to(x[0].device())}); }, [](H h) { return attention_ref(h[0], h[1], h[2], &kAttnMaskHost, false, 0.5); }},
+    {"scaled_dot_product_attention_float_mask_scale", {N({2, 3, 4}), N({2, 5, 4}), N({2, 5, 4})}, [](V x) { return nn::functional::scaled_dot_product_attention(x[0], x[1], x[2], {.attn_mask = kAttnBias.to(x[0].dtype()).to(x[0].device()), .scale = 0.3}); }, [](H h) { return attention_ref(h[0], h[1], h[2], &kAttnBiasHost, false, 0.3); }},
+    {"scaled_dot_product_attention_heads_ev", {N({2, 2, 3, 4}), N({2, 2, 5, 4}), N({2, 2, 5, 3})}, [](V x) { return nn::functional::scaled_dot_product_attention(x[0], x[1], x[2]); }, [](H h) { return attention_ref(h[0], h[1], h[2], nullptr, false, 0.5); }},
   };
   return table;
 }

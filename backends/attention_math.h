@@ -1,0 +1,65 @@
+#pragma once
+// The per-element math of scaled dot-product attention, shared by the CPU's blocked kernel
+// (backends/cpu/attention.cpp) and the CUDA kernels (backends/cuda/attention.cu): the score of one
+// (query, key) pair, one step of the online softmax, the dropout mask and the softmax gradient.
+// Plain ternaries, no std::min/max: those are host-only constexpr functions under nvcc.
+#include <cstdint>
+#include <limits>
+
+#include "backends/backend.h"
+#include "backends/host_device.h"
+#include "backends/kernels.h"
+
+namespace ember::attention_math {
+
+template <typename T> EMBER_HOST_DEVICE T neg_inf() { return -std::numeric_limits<T>::infinity(); }
+
+// The score of query i and key j: q·k·scale plus the additive mask; -inf where is_causal hides j > i.
+template <typename T>
+EMBER_HOST_DEVICE T score(T dot, const AttentionParams& p, T mask, int64_t i, int64_t j) {
+  if (p.causal && j > i) return neg_inf<T>();
+  return dot * static_cast<T>(p.scale) + mask;
+}
+
+// The running state of one row's online softmax: max m, Σ exp(s - m) l. The output accumulator a is
+// rescaled by `alpha` whenever m grows; each new score contributes exp(s - m) = `weight`.
+template <typename T>
+struct OnlineSoftmax {
+  T m, l;
+  EMBER_HOST_DEVICE OnlineSoftmax() : m(neg_inf<T>()), l(T(0)) {}
+  // Raises the max to cover a block whose largest score is `block_max`; returns the factor the sum and the
+  // accumulator are multiplied by. While every score so far is -inf the max stays -inf (factor 1), so a row
+  // whose first keys are masked is not poisoned by exp(-inf - -inf) = NaN.
+  EMBER_HOST_DEVICE T rescale(T block_max) {
+    const T m_new = kernels::m_max(m, block_max);
+    if (m_new == neg_inf<T>()) return T(1);
+    const T alpha = kernels::m_exp(m - m_new);  // exp(-inf) = 0 on the first finite block
+    m = m_new;
+    l *= alpha;
+    return alpha;
+  }
+  // exp(s - m) for a score of the current block (0 for -inf scores; 0 while the row is all -inf).
+  EMBER_HOST_DEVICE T weight(T s) const { return m == neg_inf<T>() ? T(0) : kernels::m_exp(s - m); }
+  // A row whose scores are all -inf (fully masked) has l = 0: its output is 0 and its gradients are 0, as
+  // PyTorch's math kernel since 2.5 (at::_safe_softmax; 2.0-2.4 gave NaN there).
+  // 1/l, which the accumulator is multiplied by at the end (0 for a fully masked row).
+  EMBER_HOST_DEVICE T inverse_sum() const { return l == T(0) ? T(0) : T(1) / l; }
+  // log Σ exp(s); +inf for a fully masked row, so that the backward's exp(s - lse) is 0 for all its keys.
+  EMBER_HOST_DEVICE T logsumexp() const { return l == T(0) ? -neg_inf<T>() : m + kernels::m_log(l); }
+};
+
+// The factor the dropout applies to attention weight `index` ((b·H + h)·L + i)·S + j: 0 with probability
+// p, else 1/(1-p). One Philox block per weight (kernels::random_element, as dropout's bernoulli draw), so the
+// forward and the backward regenerate the same mask on any device and thread count. float draws for both
+// dtypes, so f32 and f64 runs with one seed drop the same weights.
+template <typename T>
+EMBER_HOST_DEVICE T dropout_factor(const AttentionParams& p, uint64_t index) {
+  if (!(p.dropout_p > 0)) return T(1);
+  const float keep = kernels::random_element<RandomOp::bernoulli, float>(p.seed, p.offset + index, 1.0 - p.dropout_p, 0);
+  return keep != 0.0f ? static_cast<T>(1.0 / (1.0 - p.dropout_p)) : T(0);
+}
+
+// dS = P ∘ (dP - D) with D = rowsum(dO ∘ O) (FlashAttention-2's backward). The dropout factor is in dP.
+template <typename T> EMBER_HOST_DEVICE T score_grad(T prob, T dprob, T row_dot) { return prob * (dprob - row_dot); }
+
+}  // namespace ember::attention_math

@@ -1,0 +1,267 @@
+// Scaled dot-product attention on the CPU: FlashAttention-2's blocked algorithm (Dao, 2023). The [L, S]
+// score matrix is never stored: each task takes a block of kBr query rows of one (batch, head) and walks
+// the keys kBc at a time, keeping each row's running max and sum (online softmax, attention_math.h) and
+// its output accumulator; only the per-row log-sum-exp is saved for the backward, which recomputes the
+// scores block by block. Memory beyond the operands: per-thread block buffers and one value per query row.
+//
+// The block products (q·kᵀ, p·v and the backward's five) are OpenBLAS GEMM calls on the blocks, single-
+// threaded inside the parallel region (as conv2d's): measured 2026-12-01 (docs/benchmarks.md), they beat the
+// first version's hand-written vectorised axpy loops (commit 5971a3e) clearly.
+#include <algorithm>
+#include <vector>
+
+#include "backends/attention_math.h"
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/openblas.h"
+#include "backends/cpu/parallel.h"
+
+namespace ember::cpu {
+namespace {
+
+using attention_math::OnlineSoftmax;
+
+constexpr int64_t kBr = 64;  // query rows per task
+constexpr int64_t kBc = 128;  // keys per block
+
+struct Dims {
+  int64_t B, H, L, S, E, Ev;
+};
+
+template <typename T>
+struct MaskView {  // the additive mask as a strided [B, H, L, S] view; absent: 0
+  const T* data = nullptr;
+  int64_t sb = 0, sh = 0, sl = 0, ss = 0;
+  T at(int64_t b, int64_t h, int64_t i, int64_t j) const {
+    return data != nullptr ? data[b * sb + h * sh + i * sl + j * ss] : T(0);
+  }
+};
+
+template <typename T>
+MaskView<T> mask_view(const TensorArg* m) {
+  MaskView<T> v;
+  if (m == nullptr) return v;
+  v.data = m->ptr<T>();
+  v.sb = m->strides[0];
+  v.sh = m->strides[1];
+  v.sl = m->strides[2];
+  v.ss = m->strides[3];
+  return v;
+}
+
+// The scores of query rows [i0, i0 + nr) against keys [j0, j0 + nc) of (b, h): s = q·kᵀ·scale + mask, into s
+// (row stride kBc). q and k point at the (b, h) matrices.
+template <typename T>
+void block_scores(const T* q, const T* k, const MaskView<T>& mask, const AttentionParams& p, int64_t b, int64_t h,
+                  int64_t i0, int64_t nr, int64_t j0, int64_t nc, int64_t E, T* s) {
+  gemm<T>(false, true, nr, nc, E, T(1), q + i0 * E, E, k + j0 * E, E, T(0), s, kBc);
+  for (int64_t ii = 0; ii < nr; ++ii)
+    for (int64_t jj = 0; jj < nc; ++jj)
+      s[ii * kBc + jj] = attention_math::score(s[ii * kBc + jj], p, mask.at(b, h, i0 + ii, j0 + jj), i0 + ii, j0 + jj);
+}
+
+// Tasks per thread below which a parallel_for stays on the calling thread: a task is one block of rows
+// against all S keys (or of keys against all L rows); tiny problems (gradcheck's) are not worth a region.
+int64_t task_grain(int64_t rows, int64_t others, int64_t width) {
+  const int64_t work = std::max<int64_t>(1, rows * others * width);
+  return std::max<int64_t>(1, (int64_t{1} << 18) / work);
+}
+
+// The order tasks are handed out in, over the n blocks of one (batch, head): 0, n-1, 1, n-2, ... Under
+// is_causal block k costs about k (query blocks) or n-k (key blocks); parallel_for gives each thread a
+// contiguous range, which this order fills with cheap and expensive blocks alike.
+int64_t zigzag(int64_t t, int64_t n) { return t % 2 == 0 ? t / 2 : n - 1 - t / 2; }
+
+// The keys query rows [i0, i0 + nr) can see: [0, S), or [0, i0 + nr) under is_causal.
+int64_t key_end(const AttentionParams& p, int64_t i0, int64_t nr, int64_t S) {
+  return p.causal ? std::min(S, i0 + nr) : S;
+}
+
+template <typename T>
+void forward(const Dims& d, const T* q, const T* k, const T* v, const MaskView<T>& mask, T* out, T* lse,
+             const AttentionParams& p) {
+  const int64_t q_blocks = (d.L + kBr - 1) / kBr;
+  parallel_for(d.B * d.H * q_blocks, task_grain(std::min(kBr, d.L), d.S, d.E + d.Ev), [&](int64_t begin, int64_t end) {
+    std::vector<T> s(kBr * kBc), acc(kBr * d.Ev);
+    std::vector<OnlineSoftmax<T>> rows(kBr);
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t bh = task / q_blocks, b = bh / d.H, h = bh % d.H;
+      const int64_t i0 = zigzag(task % q_blocks, q_blocks) * kBr, nr = std::min(kBr, d.L - i0);
+      const T *qh = q + bh * d.L * d.E, *kh = k + bh * d.S * d.E, *vh = v + bh * d.S * d.Ev;
+      std::fill(acc.begin(), acc.end(), T(0));
+      std::fill(rows.begin(), rows.end(), OnlineSoftmax<T>());
+      const int64_t j_end = key_end(p, i0, nr, d.S);
+      for (int64_t j0 = 0; j0 < j_end; j0 += kBc) {
+        const int64_t nc = std::min(kBc, j_end - j0);
+        block_scores(qh, kh, mask, p, b, h, i0, nr, j0, nc, d.E, s.data());
+        for (int64_t ii = 0; ii < nr; ++ii) {
+          T* srow = s.data() + ii * kBc;
+          T* arow = acc.data() + ii * d.Ev;
+          OnlineSoftmax<T>& row = rows[ii];
+          T block_max = attention_math::neg_inf<T>();
+          for (int64_t jj = 0; jj < nc; ++jj) block_max = kernels::m_max(block_max, srow[jj]);
+          const T alpha = row.rescale(block_max);
+          if (alpha != T(1)) {
+#pragma omp simd
+            for (int64_t e = 0; e < d.Ev; ++e) arow[e] *= alpha;
+          }
+          const uint64_t index0 = static_cast<uint64_t>((bh * d.L + i0 + ii) * d.S + j0);
+          for (int64_t jj = 0; jj < nc; ++jj) {
+            const T w = row.weight(srow[jj]);
+            row.l += w;
+            srow[jj] = w * attention_math::dropout_factor<T>(p, index0 + jj);
+          }
+        }
+        gemm<T>(false, false, nr, d.Ev, nc, T(1), s.data(), kBc, vh + j0 * d.Ev, d.Ev, T(1), acc.data(), d.Ev);
+      }
+      for (int64_t ii = 0; ii < nr; ++ii) {
+        const T inv = rows[ii].inverse_sum();
+        T* o = out + (bh * d.L + i0 + ii) * d.Ev;
+        const T* arow = acc.data() + ii * d.Ev;
+#pragma omp simd
+        for (int64_t e = 0; e < d.Ev; ++e) o[e] = arow[e] * inv;
+        lse[bh * d.L + i0 + ii] = rows[ii].logsumexp();
+      }
+    }
+  });
+}
+
+// One (query block, key block) pair of the backward: p = exp(s - lse) (the forward's probabilities) into
+// `prob`, and ds = p·(dP·z - D) into `ds` with dP = dO·vᵀ and z the dropout factor. prob is returned with the
+// dropout applied (p·z: what multiplies v in the forward, so dV = (p·z)ᵀ dO).
+template <typename T>
+void block_grads(const Dims& d, const T* qh, const T* doh, const T* kh, const T* vh, const T* lse_h, const T* D_h,
+                 const MaskView<T>& mask, const AttentionParams& p, int64_t b, int64_t h, int64_t bh, int64_t i0,
+                 int64_t nr, int64_t j0, int64_t nc, T* prob, T* ds) {
+  block_scores(qh, kh, mask, p, b, h, i0, nr, j0, nc, d.E, prob);
+  gemm<T>(false, true, nr, nc, d.Ev, T(1), doh + i0 * d.Ev, d.Ev, vh + j0 * d.Ev, d.Ev, T(0), ds, kBc);  // dP
+  for (int64_t ii = 0; ii < nr; ++ii) {
+    const T l = lse_h[i0 + ii], D = D_h[i0 + ii];
+    const uint64_t index0 = static_cast<uint64_t>((bh * d.L + i0 + ii) * d.S + j0);
+    for (int64_t jj = 0; jj < nc; ++jj) {
+      const T pr = kernels::m_exp(prob[ii * kBc + jj] - l);
+      const T z = attention_math::dropout_factor<T>(p, index0 + jj);
+      ds[ii * kBc + jj] = attention_math::score_grad(pr, ds[ii * kBc + jj] * z, D);
+      prob[ii * kBc + jj] = pr * z;
+    }
+  }
+}
+
+template <typename T>
+void backward(const Dims& d, const T* q, const T* k, const T* v, const MaskView<T>& mask, const T* out,
+              const T* lse, const T* dout, T* dq, T* dk, T* dv, const AttentionParams& p) {
+  // D = rowsum(dO ∘ O), one value per query row.
+  std::vector<T> D(d.B * d.H * d.L);
+  parallel_for(d.B * d.H * d.L, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, d.Ev)),
+               [&](int64_t begin, int64_t end) {
+                 for (int64_t r = begin; r < end; ++r) {
+                   T sum = 0;
+                   const T *g = dout + r * d.Ev, *o = out + r * d.Ev;
+                   for (int64_t e = 0; e < d.Ev; ++e) sum += g[e] * o[e];
+                   D[r] = sum;
+                 }
+               });
+  const T scale = static_cast<T>(p.scale);
+  const int64_t q_blocks = (d.L + kBr - 1) / kBr, k_blocks = (d.S + kBc - 1) / kBc;
+  // dK and dV: one task per (batch·head, key block), over the query blocks that see it.
+  if (dk != nullptr || dv != nullptr) {
+    parallel_for(d.B * d.H * k_blocks, task_grain(std::min(kBc, d.S), d.L, 2 * (d.E + d.Ev)),
+                 [&](int64_t begin, int64_t end) {
+      std::vector<T> prob(kBr * kBc), ds(kBr * kBc), dk_acc(kBc * d.E), dv_acc(kBc * d.Ev);
+      for (int64_t task = begin; task < end; ++task) {
+        const int64_t bh = task / k_blocks, b = bh / d.H, h = bh % d.H;
+        const int64_t j0 = zigzag(task % k_blocks, k_blocks) * kBc, nc = std::min(kBc, d.S - j0);
+        const T *qh = q + bh * d.L * d.E, *kh = k + bh * d.S * d.E, *vh = v + bh * d.S * d.Ev;
+        const T* doh = dout + bh * d.L * d.Ev;
+        std::fill(dk_acc.begin(), dk_acc.end(), T(0));
+        std::fill(dv_acc.begin(), dv_acc.end(), T(0));
+        const int64_t i_start = p.causal ? j0 / kBr * kBr : 0;  // causal: rows i < j0 see none of these keys
+        for (int64_t i0 = i_start; i0 < d.L; i0 += kBr) {
+          const int64_t nr = std::min(kBr, d.L - i0);
+          block_grads(d, qh, doh, kh, vh, lse + bh * d.L, D.data() + bh * d.L, mask, p, b, h, bh, i0, nr, j0, nc,
+                      prob.data(), ds.data());
+          // dV += (p·z)ᵀ dO, dK += dSᵀ q · scale
+          gemm<T>(true, false, nc, d.Ev, nr, T(1), prob.data(), kBc, doh + i0 * d.Ev, d.Ev, T(1), dv_acc.data(), d.Ev);
+          gemm<T>(true, false, nc, d.E, nr, scale, ds.data(), kBc, qh + i0 * d.E, d.E, T(1), dk_acc.data(), d.E);
+        }
+        if (dk != nullptr) std::copy(dk_acc.begin(), dk_acc.begin() + nc * d.E, dk + (bh * d.S + j0) * d.E);
+        if (dv != nullptr) std::copy(dv_acc.begin(), dv_acc.begin() + nc * d.Ev, dv + (bh * d.S + j0) * d.Ev);
+      }
+    });
+  }
+  // dQ: one task per (batch·head, query block), over the key blocks it sees.
+  if (dq != nullptr) {
+    parallel_for(d.B * d.H * q_blocks, task_grain(std::min(kBr, d.L), d.S, 2 * d.E + d.Ev),
+                 [&](int64_t begin, int64_t end) {
+      std::vector<T> prob(kBr * kBc), ds(kBr * kBc), dq_acc(kBr * d.E);
+      for (int64_t task = begin; task < end; ++task) {
+        const int64_t bh = task / q_blocks, b = bh / d.H, h = bh % d.H;
+        const int64_t i0 = zigzag(task % q_blocks, q_blocks) * kBr, nr = std::min(kBr, d.L - i0);
+        const T *qh = q + bh * d.L * d.E, *kh = k + bh * d.S * d.E, *vh = v + bh * d.S * d.Ev;
+        const T* doh = dout + bh * d.L * d.Ev;
+        std::fill(dq_acc.begin(), dq_acc.end(), T(0));
+        const int64_t j_end = key_end(p, i0, nr, d.S);
+        for (int64_t j0 = 0; j0 < j_end; j0 += kBc) {
+          const int64_t nc = std::min(kBc, j_end - j0);
+          block_grads(d, qh, doh, kh, vh, lse + bh * d.L, D.data() + bh * d.L, mask, p, b, h, bh, i0, nr, j0, nc,
+                      prob.data(), ds.data());
+          // dQ += dS k · scale
+          gemm<T>(false, false, nr, d.E, nc, scale, ds.data(), kBc, kh + j0 * d.E, d.E, T(1), dq_acc.data(), d.E);
+        }
+        std::copy(dq_acc.begin(), dq_acc.begin() + nr * d.E, dq + (bh * d.L + i0) * d.E);
+      }
+    });
+  }
+}
+
+Dims check_dims(const char* op, const TensorArg& q, const TensorArg& k, const TensorArg& v, const TensorArg* mask,
+                const TensorArg& out, const TensorArg& lse) {
+  EMBER_CHECK(q.ndim == 4 && k.ndim == 4 && v.ndim == 4 && out.ndim == 4 && lse.ndim == 3, op,
+              ": expected q, k, v, out [B, H, *, *] and lse [B, H, L]");
+  const Dims d{q.shape[0], q.shape[1], q.shape[2], k.shape[2], q.shape[3], v.shape[3]};
+  for (const TensorArg* t : {&q, &k, &v, &out, &lse}) {
+    EMBER_CHECK(t->is_contiguous() && t->dtype == q.dtype, op, ": q, k, v, out and lse must be contiguous and of ",
+                "one dtype");
+    EMBER_CHECK(t->shape[0] == d.B && t->shape[1] == d.H, op, ": q, k, v, out and lse must share [B, H]");
+  }
+  EMBER_CHECK(k.shape[3] == d.E && v.shape[2] == d.S && out.shape[2] == d.L && out.shape[3] == d.Ev &&
+                  lse.shape[2] == d.L,
+              op, ": shapes of q [B, H, L, E], k [B, H, S, E], v [B, H, S, Ev], out [B, H, L, Ev] do not agree");
+  if (mask != nullptr)
+    EMBER_CHECK(mask->ndim == 4 && mask->dtype == q.dtype && mask->shape[0] == d.B && mask->shape[1] == d.H &&
+                    mask->shape[2] == d.L && mask->shape[3] == d.S,
+                op, ": the mask must be a [B, H, L, S] view of q's dtype");
+  return d;
+}
+
+}  // namespace
+
+void CpuBackend::attention_forward(const TensorArg& q, const TensorArg& k, const TensorArg& v, const TensorArg* mask,
+                                   const TensorArg& out, const TensorArg& lse, const AttentionParams& p) {
+  const Dims d = check_dims("scaled_dot_product_attention", q, k, v, mask, out, lse);
+  dispatch_floating(q.dtype, "scaled_dot_product_attention", [&](auto tag) {
+    using T = decltype(tag);
+    forward<T>(d, q.ptr<T>(), k.ptr<T>(), v.ptr<T>(), mask_view<T>(mask), out.ptr<T>(), lse.ptr<T>(), p);
+  });
+}
+
+void CpuBackend::attention_backward(const TensorArg& q, const TensorArg& k, const TensorArg& v, const TensorArg* mask,
+                                    const TensorArg& out, const TensorArg& lse, const TensorArg& grad_out,
+                                    const TensorArg* grad_q, const TensorArg* grad_k, const TensorArg* grad_v,
+                                    const AttentionParams& p) {
+  const char* op = "scaled_dot_product_attention_backward";
+  const Dims d = check_dims(op, q, k, v, mask, out, lse);
+  for (const auto& [g, like] : {std::pair{&grad_out, &out}, std::pair{grad_q, &q}, std::pair{grad_k, &k},
+                                std::pair{grad_v, &v}}) {
+    if (g == nullptr) continue;
+    EMBER_CHECK(g->is_contiguous() && g->dtype == q.dtype && g->numel() == like->numel(), op,
+                ": gradients must be contiguous, of q's dtype and of their operand's size");
+  }
+  dispatch_floating(q.dtype, op, [&](auto tag) {
+    using T = decltype(tag);
+    const auto ptr = [](const TensorArg* t) { return t != nullptr ? t->ptr<T>() : nullptr; };
+    backward<T>(d, q.ptr<T>(), k.ptr<T>(), v.ptr<T>(), mask_view<T>(mask), out.ptr<T>(), lse.ptr<T>(),
+                grad_out.ptr<T>(), ptr(grad_q), ptr(grad_k), ptr(grad_v), p);
+  });
+}
+
+}  // namespace ember::cpu

@@ -1,0 +1,210 @@
+// Scaled dot-product attention on CUDA: the online-softmax algorithm of backends/cpu/attention.cpp in its
+// simplest form, sharing the per-element math (attention_math.h). One kBlock-thread block per query row
+// (forward, dQ) or per key row (dK/dV); each dot product is a block_reduce (fixed order: deterministic),
+// each thread owns a strided slice of the row's E or Ev elements, so no atomics. Memory stays linear in L
+// and S: nothing of size L×S is stored.
+// It is deliberately plain (no tiling through shared memory, no tensor cores): it cannot be run where it is
+// written (no GPU), so it is kept small enough to be checked by reading. cuDNN's fused attention
+// (cudnn_frontend SDPA graphs) is not used yet for the same reason: it could not be validated here.
+#include <algorithm>
+
+#include "backends/attention_math.h"
+#include "backends/cuda/loops.cuh"
+#include "backends/nn_math.h"
+
+namespace ember::cuda {
+namespace {
+
+using attention_math::OnlineSoftmax;
+
+template <typename T>
+struct AttentionArgs {
+  const T *q, *k, *v, *mask, *out, *lse, *dout;
+  T *out_w, *lse_w, *dq, *dk, *dv;
+  int64_t B, H, L, S, E, Ev;
+  int64_t mb, mh, ml, ms;  // the mask's strides ([B, H, L, S]; 0 where broadcast)
+  AttentionParams p;
+};
+
+unsigned row_grid(int64_t rows) { return static_cast<unsigned>(std::clamp<int64_t>(rows, 1, 65536)); }
+
+// Σ a[e]·b[e] over n elements, computed by the whole block (every thread gets it).
+template <typename T>
+__device__ T block_dot(const T* a, const T* b, int64_t n) {
+  T s = 0;
+  for (int64_t e = threadIdx.x; e < n; e += kBlock) s += a[e] * b[e];
+  return block_reduce(s, nn_math::SumOp{});
+}
+
+// The score of query row `row` (= bh·L + i) and key j.
+template <typename T>
+__device__ T row_score(const AttentionArgs<T>& a, int64_t bh, int64_t i, int64_t j) {
+  const T dot = block_dot(a.q + (bh * a.L + i) * a.E, a.k + (bh * a.S + j) * a.E, a.E);
+  const int64_t b = bh / a.H, h = bh % a.H;
+  const T m = a.mask != nullptr ? a.mask[b * a.mb + h * a.mh + i * a.ml + j * a.ms] : T(0);
+  return attention_math::score(dot, a.p, m, i, j);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kBlock) attention_forward_kernel(AttentionArgs<T> a) {
+  for (int64_t row = blockIdx.x; row < a.B * a.H * a.L; row += gridDim.x) {
+    const int64_t bh = row / a.L, i = row % a.L;
+    T* o = a.out_w + row * a.Ev;
+    for (int64_t d = threadIdx.x; d < a.Ev; d += kBlock) o[d] = T(0);
+    OnlineSoftmax<T> st;  // identical in every thread: built from block-reduced scores
+    const int64_t j_end = a.p.causal ? (i + 1 < a.S ? i + 1 : a.S) : a.S;
+    for (int64_t j = 0; j < j_end; ++j) {
+      const T s = row_score(a, bh, i, j);
+      const T alpha = st.rescale(s);
+      const T w = st.weight(s);
+      st.l += w;
+      const T pw = w * attention_math::dropout_factor<T>(a.p, static_cast<uint64_t>(row * a.S + j));
+      const T* vj = a.v + (bh * a.S + j) * a.Ev;
+      for (int64_t d = threadIdx.x; d < a.Ev; d += kBlock) o[d] = o[d] * alpha + pw * vj[d];
+    }
+    const T inv = st.inverse_sum();
+    for (int64_t d = threadIdx.x; d < a.Ev; d += kBlock) o[d] *= inv;
+    if (threadIdx.x == 0) a.lse_w[row] = st.logsumexp();
+  }
+}
+
+// The softmax gradient of (query row `row`, key j): ds = p·(dP·z - D); also returns p·z (dV's weight).
+template <typename T>
+__device__ T pair_grad(const AttentionArgs<T>& a, int64_t bh, int64_t i, int64_t j, T D, T& pz) {
+  const int64_t row = bh * a.L + i;
+  const T pr = kernels::m_exp(row_score(a, bh, i, j) - a.lse[row]);
+  const T dp = block_dot(a.dout + row * a.Ev, a.v + (bh * a.S + j) * a.Ev, a.Ev);
+  const T z = attention_math::dropout_factor<T>(a.p, static_cast<uint64_t>(row * a.S + j));
+  pz = pr * z;
+  return attention_math::score_grad(pr, dp * z, D);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kBlock) attention_backward_dq_kernel(AttentionArgs<T> a) {
+  for (int64_t row = blockIdx.x; row < a.B * a.H * a.L; row += gridDim.x) {
+    const int64_t bh = row / a.L, i = row % a.L;
+    const T D = block_dot(a.dout + row * a.Ev, a.out + row * a.Ev, a.Ev);
+    T* g = a.dq + row * a.E;
+    for (int64_t e = threadIdx.x; e < a.E; e += kBlock) g[e] = T(0);
+    const int64_t j_end = a.p.causal ? (i + 1 < a.S ? i + 1 : a.S) : a.S;
+    for (int64_t j = 0; j < j_end; ++j) {
+      T pz;
+      const T ds = pair_grad(a, bh, i, j, D, pz) * static_cast<T>(a.p.scale);
+      const T* kj = a.k + (bh * a.S + j) * a.E;
+      for (int64_t e = threadIdx.x; e < a.E; e += kBlock) g[e] += ds * kj[e];
+    }
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kBlock) attention_backward_dkv_kernel(AttentionArgs<T> a) {
+  for (int64_t key = blockIdx.x; key < a.B * a.H * a.S; key += gridDim.x) {
+    const int64_t bh = key / a.S, j = key % a.S;
+    T* gk = a.dk != nullptr ? a.dk + key * a.E : nullptr;
+    T* gv = a.dv != nullptr ? a.dv + key * a.Ev : nullptr;
+    for (int64_t e = threadIdx.x; gk != nullptr && e < a.E; e += kBlock) gk[e] = T(0);
+    for (int64_t d = threadIdx.x; gv != nullptr && d < a.Ev; d += kBlock) gv[d] = T(0);
+    for (int64_t i = a.p.causal ? j : 0; i < a.L; ++i) {  // causal: rows i < j do not see key j
+      const int64_t row = bh * a.L + i;
+      const T D = block_dot(a.dout + row * a.Ev, a.out + row * a.Ev, a.Ev);
+      T pz;
+      const T ds = pair_grad(a, bh, i, j, D, pz) * static_cast<T>(a.p.scale);
+      const T *qi = a.q + row * a.E, *gi = a.dout + row * a.Ev;
+      for (int64_t e = threadIdx.x; gk != nullptr && e < a.E; e += kBlock) gk[e] += ds * qi[e];
+      for (int64_t d = threadIdx.x; gv != nullptr && d < a.Ev; d += kBlock) gv[d] += pz * gi[d];
+    }
+  }
+}
+
+void check_attention(const char* op, const TensorArg& q, const TensorArg& k, const TensorArg& v, const TensorArg* mask,
+                     const TensorArg& out, const TensorArg& lse) {
+  EMBER_CHECK(q.ndim == 4 && k.ndim == 4 && v.ndim == 4 && out.ndim == 4 && lse.ndim == 3, op,
+              ": expected q, k, v, out [B, H, *, *] and lse [B, H, L]");
+  for (const TensorArg* t : {&q, &k, &v, &out, &lse})
+    EMBER_CHECK(t->is_contiguous() && t->dtype == q.dtype && t->shape[0] == q.shape[0] && t->shape[1] == q.shape[1],
+                op, ": q, k, v, out and lse must be contiguous, of one dtype, and share [B, H]");
+  EMBER_CHECK(k.shape[3] == q.shape[3] && v.shape[2] == k.shape[2] && out.shape[2] == q.shape[2] &&
+                  out.shape[3] == v.shape[3] && lse.shape[2] == q.shape[2],
+              op, ": shapes of q [B, H, L, E], k [B, H, S, E], v [B, H, S, Ev], out [B, H, L, Ev] do not agree");
+  if (mask != nullptr)
+    EMBER_CHECK(mask->ndim == 4 && mask->dtype == q.dtype && mask->shape[2] == q.shape[2] &&
+                    mask->shape[3] == k.shape[2],
+                op, ": the mask must be a [B, H, L, S] view of q's dtype");
+}
+
+template <typename T>
+AttentionArgs<T> make_args(const TensorArg& q, const TensorArg& k, const TensorArg& v, const TensorArg* mask,
+                           const AttentionParams& p) {
+  AttentionArgs<T> a{};
+  a.q = q.ptr<T>();
+  a.k = k.ptr<T>();
+  a.v = v.ptr<T>();
+  a.B = q.shape[0];
+  a.H = q.shape[1];
+  a.L = q.shape[2];
+  a.S = k.shape[2];
+  a.E = q.shape[3];
+  a.Ev = v.shape[3];
+  if (mask != nullptr) {
+    a.mask = mask->ptr<T>();
+    a.mb = mask->strides[0];
+    a.mh = mask->strides[1];
+    a.ml = mask->strides[2];
+    a.ms = mask->strides[3];
+  }
+  a.p = p;
+  return a;
+}
+
+}  // namespace
+
+void CudaBackend::attention_forward(const TensorArg& q, const TensorArg& k, const TensorArg& v, const TensorArg* mask,
+                                    const TensorArg& out, const TensorArg& lse, const AttentionParams& p) {
+  const char* op = "scaled_dot_product_attention";
+  check_attention(op, q, k, v, mask, out, lse);
+  DeviceContext& ctx = context(q.device_index);
+  dispatch_floating(q.dtype, op, [&](auto tag) {
+    using T = decltype(tag);
+    AttentionArgs<T> a = make_args<T>(q, k, v, mask, p);
+    a.out_w = out.ptr<T>();
+    a.lse_w = lse.ptr<T>();
+    if (a.B * a.H * a.L == 0) return;
+    attention_forward_kernel<T><<<row_grid(a.B * a.H * a.L), kBlock, 0, ctx.stream>>>(a);
+    EMBER_CUDA_CHECK_LAUNCH();
+  });
+}
+
+void CudaBackend::attention_backward(const TensorArg& q, const TensorArg& k, const TensorArg& v, const TensorArg* mask,
+                                     const TensorArg& out, const TensorArg& lse, const TensorArg& grad_out,
+                                     const TensorArg* grad_q, const TensorArg* grad_k, const TensorArg* grad_v,
+                                     const AttentionParams& p) {
+  const char* op = "scaled_dot_product_attention_backward";
+  check_attention(op, q, k, v, mask, out, lse);
+  for (const auto& [g, like] : {std::pair{&grad_out, &out}, std::pair{grad_q, &q}, std::pair{grad_k, &k},
+                                std::pair{grad_v, &v}}) {
+    if (g == nullptr) continue;
+    EMBER_CHECK(g->is_contiguous() && g->dtype == q.dtype && g->numel() == like->numel(), op,
+                ": gradients must be contiguous, of q's dtype and of their operand's size");
+  }
+  DeviceContext& ctx = context(q.device_index);
+  dispatch_floating(q.dtype, op, [&](auto tag) {
+    using T = decltype(tag);
+    AttentionArgs<T> a = make_args<T>(q, k, v, mask, p);
+    a.out = out.ptr<T>();
+    a.lse = lse.ptr<T>();
+    a.dout = grad_out.ptr<T>();
+    a.dq = grad_q != nullptr ? grad_q->ptr<T>() : nullptr;
+    a.dk = grad_k != nullptr ? grad_k->ptr<T>() : nullptr;
+    a.dv = grad_v != nullptr ? grad_v->ptr<T>() : nullptr;
+    if (a.dq != nullptr && a.B * a.H * a.L > 0) {
+      attention_backward_dq_kernel<T><<<row_grid(a.B * a.H * a.L), kBlock, 0, ctx.stream>>>(a);
+      EMBER_CUDA_CHECK_LAUNCH();
+    }
+    if ((a.dk != nullptr || a.dv != nullptr) && a.B * a.H * a.S > 0) {
+      attention_backward_dkv_kernel<T><<<row_grid(a.B * a.H * a.S), kBlock, 0, ctx.stream>>>(a);
+      EMBER_CUDA_CHECK_LAUNCH();
+    }
+  });
+}
+
+}  // namespace ember::cuda

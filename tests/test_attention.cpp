@@ -1,0 +1,217 @@
+// scaled_dot_product_attention: against PyTorch (tests/data/attention_golden.safetensors, written by
+// tools/make_attention_golden.py from PyTorch's math definition) in f32 and f64, the dropout's statistics
+// and its mask being the same in forward and backward, memory linear in the sequence length, and errors.
+// Gradcheck of the plain/causal/masked variants: tests/op_table.h.
+#include <gtest/gtest.h>
+
+#include <ember/ember.h>
+
+#include "test_helpers.h"
+
+#include <cmath>
+#include <functional>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "autograd/gradcheck.h"
+
+using namespace ember;
+namespace F = ember::nn::functional;
+
+namespace {
+
+Tensor get(const std::string& name) { return test::golden("attention_golden.safetensors", name); }
+
+Tensor identity(int64_t n, DType dtype = DType::f32) {
+  std::vector<double> values(static_cast<size_t>(n * n), 0.0);
+  for (int64_t i = 0; i < n; ++i) values[static_cast<size_t>(i * n + i)] = 1.0;
+  return from_vector<double>(values, {n, n}).to(dtype);
+}
+
+// |a - e| <= tol·(1 + |e|), NaN only where PyTorch has NaN.
+void expect_close(const Tensor& actual, const Tensor& expected, const std::string& what, double tol) {
+  ASSERT_EQ(actual.shape(), expected.shape()) << what;
+  ASSERT_EQ(actual.dtype(), expected.dtype()) << what;
+  const auto a = actual.to_vector<double>(), e = expected.to_vector<double>();
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(e[i])) {
+      ASSERT_TRUE(std::isnan(a[i])) << what << " element " << i << ": expected NaN, got " << a[i];
+      continue;
+    }
+    ASSERT_NEAR(a[i], e[i], tol * (1 + std::abs(e[i]))) << what << " element " << i;
+  }
+}
+
+struct GoldenCase {
+  std::string name;
+  bool mask = false;
+  bool causal = false;
+  std::optional<double> scale;
+};
+
+void PrintTo(const GoldenCase& c, std::ostream* os) { *os << c.name; }
+
+class AttentionGolden : public ::testing::TestWithParam<std::tuple<GoldenCase, std::string>> {};
+
+TEST_P(AttentionGolden, MatchesPyTorch) {
+  const auto& [c, dtype] = GetParam();
+  const std::string p = c.name + "." + dtype + ".";
+  Tensor q = get(p + "q").clone().requires_grad_(), k = get(p + "k").clone().requires_grad_(),
+         v = get(p + "v").clone().requires_grad_();
+  F::AttentionOptions options;
+  if (c.mask) options.attn_mask = get(p + "mask");
+  options.is_causal = c.causal;
+  options.scale = c.scale;
+  const Tensor y = F::scaled_dot_product_attention(q, k, v, options);
+  // f32: both sides round differently (blocked online softmax here, full rows in PyTorch's math).
+  const double tol = dtype == "f64" ? 1e-11 : 2e-5;
+  expect_close(y, get(p + "y"), p + "y", tol);
+  sum(y * get(p + "r")).backward();
+  expect_close(q.grad(), get(p + "gq"), p + "gq", tol);
+  expect_close(k.grad(), get(p + "gk"), p + "gk", tol);
+  expect_close(v.grad(), get(p + "gv"), p + "gv", tol);
+}
+
+const GoldenCase kCases[] = {
+    {"plain"},
+    {"causal", false, true},
+    {"causal_rect", false, true},
+    {"causal_tall", false, true},
+    {"bool_mask", true},
+    {"float_mask", true},
+    {"scale", false, false, 0.3},
+    {"rect"},
+    {"lead3", true},
+    {"ev"},
+    {"unbatched"},
+    {"blocks_causal", false, true},
+    {"blocks_mask", true},
+    {"blocks_bool", true},
+    {"fully_masked", true},
+};
+
+INSTANTIATE_TEST_SUITE_P(Cases, AttentionGolden,
+                         ::testing::Combine(::testing::ValuesIn(kCases), ::testing::Values("f32", "f64")),
+                         [](const auto& info) {
+                           return std::get<0>(info.param).name + "_" + std::get<1>(info.param);
+                         });
+
+// PyTorch >= 2.5 (at::_safe_softmax in the math kernel): 0 for a row that sees no key, and no gradient.
+TEST(Attention, FullyMaskedRowIsZeroWithoutGradient) {
+  const Tensor q = randn({2, 3}, {.dtype = DType::f64}).requires_grad_(),
+               k = randn({4, 3}, {.dtype = DType::f64}).requires_grad_(),
+               v = randn({4, 2}, {.dtype = DType::f64}).requires_grad_();
+  const Tensor mask = from_vector<bool>({true, true, false, true, false, false, false, false}, {2, 4});
+  const Tensor y = F::scaled_dot_product_attention(q, k, v, {.attn_mask = mask});
+  const auto yv = y.to_vector<double>();
+  EXPECT_NE(yv[0], 0.0);
+  EXPECT_EQ(yv[2], 0.0);
+  EXPECT_EQ(yv[3], 0.0);
+  sum(y).backward();
+  const auto gq = q.grad().to_vector<double>();
+  for (int e = 3; e < 6; ++e) EXPECT_EQ(gq[e], 0.0) << "q row 1, element " << e - 3;
+  for (double g : k.grad().to_vector<double>()) EXPECT_FALSE(std::isnan(g));
+}
+
+// Uniform attention (q = 0) over v = the identity: y[i][j] = z_ij / (S·(1-p)) for the dropout mask z.
+TEST(Attention, DropoutDropsAFractionPAndRescales) {
+  const int64_t L = 64, S = 256;
+  const double p = 0.3;
+  Generator gen(7);
+  const Tensor q = zeros({L, 8}), k = randn({S, 8}), v = identity(S);
+  const auto y = F::scaled_dot_product_attention(q, k, v, {.dropout_p = p, .gen = &gen}).to_vector<float>();
+  int64_t dropped = 0;
+  const float kept = static_cast<float>(1.0 / (S * (1 - p)));
+  for (float x : y) {
+    if (x == 0) ++dropped;
+    else ASSERT_NEAR(x, kept, 1e-6 * kept);
+  }
+  const double fraction = static_cast<double>(dropped) / static_cast<double>(y.size());
+  EXPECT_NEAR(fraction, p, 0.02);  // 16384 draws: the standard deviation is 0.0036
+  // The generator advanced: the next call draws another mask; the same state draws the same one.
+  const auto y2 = F::scaled_dot_product_attention(q, k, v, {.dropout_p = p, .gen = &gen}).to_vector<float>();
+  EXPECT_NE(y, y2);
+  Generator again(7);
+  EXPECT_EQ(F::scaled_dot_product_attention(q, k, v, {.dropout_p = p, .gen = &again}).to_vector<float>(), y);
+}
+
+// gradcheck passes only if the backward regenerates the forward's mask: each call re-seeds its generator.
+TEST(Attention, DropoutGradcheckWithTheSameMask) {
+  Generator init(3);
+  std::vector<Tensor> inputs = {randn({2, 6, 4}, {.dtype = DType::f64}, &init).requires_grad_(),
+                                randn({2, 7, 4}, {.dtype = DType::f64}, &init).requires_grad_(),
+                                randn({2, 7, 3}, {.dtype = DType::f64}, &init).requires_grad_()};
+  for (bool causal : {false, true}) {
+    const auto result = autograd::gradcheck(
+        [&](const std::vector<Tensor>& x) {
+          Generator gen(11);
+          return F::scaled_dot_product_attention(x[0], x[1], x[2], {.is_causal = causal, .dropout_p = 0.4, .gen = &gen});
+        },
+        inputs);
+    EXPECT_TRUE(result.ok) << (causal ? "causal: " : "") << result.message;
+  }
+}
+
+// The dropout mask does not depend on the dtype or on the thread/block split: an f32 run and an f64 run with
+// one seed drop the same weights, across several of the CPU kernel's blocks.
+TEST(Attention, DropoutMaskIsTheSameInF32AndF64) {
+  const int64_t L = 100, S = 150;
+  const Tensor q = zeros({L, 4}, {.dtype = DType::f64}), k = zeros({S, 4}, {.dtype = DType::f64}),
+               v = identity(S, DType::f64);
+  Generator g64(5), g32(5);
+  const auto y64 = F::scaled_dot_product_attention(q, k, v, {.dropout_p = 0.5, .gen = &g64}).to_vector<double>();
+  const auto y32 = F::scaled_dot_product_attention(q.to(DType::f32), k.to(DType::f32), v.to(DType::f32),
+                                                   {.dropout_p = 0.5, .gen = &g32})
+                       .to_vector<float>();
+  for (size_t i = 0; i < y64.size(); ++i) ASSERT_EQ(y64[i] == 0, y32[i] == 0) << "element " << i;
+}
+
+// Peak bytes of the CPU allocator for one forward + backward at sequence length T (E = 64, one head, f32).
+size_t peak_bytes(int64_t T) {
+  Generator gen(1);
+  Tensor q = randn({1, 1, T, 64}, {}, &gen).requires_grad_(), k = randn({1, 1, T, 64}, {}, &gen).requires_grad_(),
+         v = randn({1, 1, T, 64}, {}, &gen).requires_grad_();
+  backend(kCPU).reset_peak_memory_stats(0);
+  const size_t base = memory_stats(kCPU).allocated;
+  const Tensor y = F::scaled_dot_product_attention(q, k, v, {.is_causal = true});
+  sum(y).backward();
+  return memory_stats(kCPU).peak_allocated - base;
+}
+
+TEST(Attention, MemoryIsLinearInTheSequenceLength) {
+  const size_t small = peak_bytes(1024), large = peak_bytes(4096);
+  const double ratio = static_cast<double>(large) / static_cast<double>(small);
+  EXPECT_LT(ratio, 8.0) << "peak " << small << " bytes at T = 1024, " << large << " at T = 4096 (quadratic: 16x)";
+  EXPECT_GT(ratio, 2.0) << "the measurement does not see the operands";
+  // One f32 [4096, 4096] score matrix alone is 64 MiB.
+  EXPECT_LT(large, size_t{8} << 20) << "peak " << large << " bytes at T = 4096";
+}
+
+TEST(Attention, Errors) {
+  const Tensor q = randn({2, 3, 4}), k = randn({2, 5, 4}), v = randn({2, 5, 6});
+  const auto throws = [](const std::function<void()>& f, const std::string& part) {
+    try {
+      f();
+      ADD_FAILURE() << "no error; expected one containing '" << part << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+  };
+  throws([&] { F::scaled_dot_product_attention(q, k, v, {.attn_mask = ones({3, 5}), .is_causal = true}); },
+         "attn_mask and is_causal are both set");
+  throws([&] { F::scaled_dot_product_attention(q, randn({2, 5, 3}), v); }, "key's last dim must equal");
+  throws([&] { F::scaled_dot_product_attention(q, k, randn({2, 4, 6})); }, "must have S = 5 rows");
+  throws([&] { F::scaled_dot_product_attention(q, randn({3, 5, 4}), randn({3, 5, 6})); }, "same leading dims");
+  throws([&] { F::scaled_dot_product_attention(q, k, v, {.attn_mask = ones({3, 4})}); }, "not broadcastable");
+  throws([&] { F::scaled_dot_product_attention(q, k, v, {.attn_mask = ones({3, 5}, {.dtype = DType::f64})}); },
+         "attn_mask must be bool or query's dtype");
+  throws([&] { F::scaled_dot_product_attention(q, k, v, {.dropout_p = 1.5}); }, "dropout_p must be in [0, 1]");
+  throws([&] { F::scaled_dot_product_attention(q, k.to(DType::f64), v); }, "one floating dtype");
+  throws([&] { F::scaled_dot_product_attention(q, k, v, {.attn_mask = zeros({3, 5}).requires_grad_()}); },
+         "attn_mask requires grad");
+}
+
+}  // namespace
