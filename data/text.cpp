@@ -213,14 +213,17 @@ Tokenizer Tokenizer::chars(std::string_view text, std::string_view name) {
 }
 
 Tokenizer Tokenizer::chars(const TextCorpus& corpus) {
-  std::vector<bool> seen(0x110000, false);
-  for_each_piece(corpus, [&](std::string_view piece, std::string_view name) {
-    for (size_t pos = 0; pos < piece.size();) seen[next_code_point(piece, pos, name)] = true;
-  });
+  std::vector<bool> seen(0x110000, false);  // NOTE: only looked up; the vocabulary is the short list below
   Tokenizer t;
   t.type_ = Type::Char;
-  for (char32_t c = 0; c < seen.size(); ++c)
-    if (seen[c]) t.code_points_.push_back(c);
+  for_each_piece(corpus, [&](std::string_view piece, std::string_view name) {
+    for (size_t pos = 0; pos < piece.size();) {
+      const char32_t c = next_code_point(piece, pos, name);
+      if (!seen[c]) t.code_points_.push_back(c);
+      seen[c] = true;
+    }
+  });
+  std::sort(t.code_points_.begin(), t.code_points_.end());
   EMBER_CHECK(!t.code_points_.empty(), "Tokenizer::chars: the text is empty, so there is no character to build a "
                                        "vocabulary from; give the training text");
   return t;
