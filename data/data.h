@@ -5,4 +5,5 @@
 #include "data/dataset.h"
 #include "data/idx.h"
 #include "data/loader.h"
+#include "data/text.h"
 #include "data/transforms.h"

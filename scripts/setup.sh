@@ -16,6 +16,7 @@ packages=(
   cppcheck clang-tidy           # static analysis (scripts/lint.sh)
   clang libclang-rt-dev libomp-dev  # the fuzz targets (scripts/fuzz.sh): libFuzzer's runtime, clang's OpenMP
   dataset-fashion-mnist         # the default training data (/usr/share/datasets/fashion-mnist)
+  fortunes                      # the default text for language models (/usr/share/games/fortunes)
 )
 
 missing=()
