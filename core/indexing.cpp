@@ -66,6 +66,13 @@ Tensor index_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor
   for (int k = 0; ok && k < x.dim(); ++k) ok = k == d ? s.shape()[k] == n : s.shape()[k] == x.shape()[k];
   EMBER_CHECK(ok, "index_add: the source shape ", source.shape(), " must equal the input shape ", t.shape(),
               " except in dim ", d, ", where its size must be the index's length ", n);
+  if (index.device().is_cpu()) {  // named here (the backend would say scatter_add); a GPU kernel reports its own
+    const Tensor idx = contiguous(index);
+    const int64_t* p = static_cast<const int64_t*>(idx.data_ptr());
+    for (int64_t i = 0; i < n; ++i)
+      EMBER_CHECK(p[i] >= 0 && p[i] < x.shape()[d], "index_add: index ", p[i], " is out of range for dim ", d,
+                  " of size ", x.shape()[d]);
+  }
   Tensor out = clone(x);
   if (s.numel() > 0) {
     if (alpha != 1) {

@@ -38,7 +38,7 @@ void CpuBackend::index(IndexOp op, const TensorArg& in, const TensorArg& index, 
     // repeated index in scatter keeps the last write in row-major order).
     strided_loop<3>({&iterated, &index, &other}, body, gather ? kGrainSize : INT64_MAX);
   });
-  EMBER_CHECK(!found_bad, gather ? "gather/index_select" : op == IndexOp::scatter ? "scatter" : "scatter_add/index_add",
+  EMBER_CHECK(!found_bad, gather ? "gather/index_select" : op == IndexOp::scatter ? "scatter" : "scatter_add",
               ": index ", bad.load(),
               " is out of range for dim ", dim, " of size ", limit);
 }
