@@ -1,6 +1,8 @@
 // masked_fill, tril/triu, one_hot, scatter, index_add, repeat, flip, chunk/split/unbind, multinomial, and
 // their gradients. masked_fill and tril/triu are `where` with a mask, repeat is expand + reshape, and
 // chunk/split/unbind are narrow/select views: their gradients are those ops' own.
+#include <cmath>
+
 #include "autograd/node.h"
 #include "autograd/ops.h"
 #include "core/raw.h"
@@ -13,6 +15,14 @@ using autograd::SavedTensor;
 using autograd::set_history;
 
 Tensor zero_scalar(const Tensor& like) { return full({}, 0.0, {.dtype = like.dtype(), .device = like.device()}); }
+
+// A 0-d tensor of like's dtype and device holding value; an i64 tensor refuses a value it cannot hold (as
+// PyTorch: "value cannot be converted to type int64_t without overflow").
+Tensor value_like(const Tensor& like, double value, const char* op) {
+  EMBER_CHECK(like.dtype() != DType::i64 || (std::isfinite(value) && std::abs(value) < 9.2233720368547758e18), op,
+              ": the value ", value, " cannot be converted to i64 without overflow");
+  return full({}, value, {.dtype = like.dtype(), .device = like.device()});
+}
 
 Tensor triangle(const Tensor& x, int64_t diagonal, bool lower) {
   const char* op = lower ? "tril" : "triu";
@@ -73,7 +83,7 @@ struct FlipBackward : autograd::Node {
 }  // namespace
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
-  return masked_fill(x, mask, full({}, value, {.dtype = x.dtype(), .device = x.device()}));
+  return masked_fill(x, mask, value_like(x, value, "masked_fill"));
 }
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value) {
@@ -119,7 +129,7 @@ Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& 
 }
 
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, double value) {
-  const Tensor src = raw::expand(full({}, value, {.dtype = x.dtype(), .device = x.device()}), index.shape());
+  const Tensor src = raw::expand(value_like(x, value, "scatter"), index.shape());
   Tensor out = raw::scatter(x, dim, index, src);
   if (auto node = make_node<ScatterBackward>(x)) {
     node->dim = wrap_dim(dim, x.dim(), "scatter");

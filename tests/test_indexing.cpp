@@ -173,6 +173,9 @@ TEST(Indexing, MaskedFillErrors) {
   EXPECT_TRUE(throws_error([&] { x.masked_fill(from_vector<bool>({true, false}), 1.0); }, {"masked_fill", "[2, 3]", "[2]"}));
   EXPECT_TRUE(throws_error([&] { x.masked_fill(from_vector<bool>({true, false, true}), ones({1})); },
                            {"masked_fill: the value must be a 0-d tensor", "[1]"}));
+  EXPECT_TRUE(throws_error([&] { zeros({3}, {.dtype = DType::i64}).masked_fill(from_vector<bool>({true, false, true}), -INFINITY); },
+                           {"masked_fill: the value -inf cannot be converted to i64"}));
+  EXPECT_TRUE(close_to(x.masked_fill(from_vector<bool>({true, false, true}), -INFINITY), {-INFINITY, 0, -INFINITY, -INFINITY, 0, -INFINITY}, {2, 3}));
 }
 
 TEST(Indexing, TriangleErrorsAndBatches) {
