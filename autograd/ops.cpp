@@ -29,6 +29,33 @@ Tensor Tensor::argmax(int64_t dim, bool keepdim) const { return ember::argmax(*t
 Tensor Tensor::argmin(int64_t dim, bool keepdim) const { return ember::argmin(*this, dim, keepdim); }
 Tensor Tensor::matmul(const Tensor& other) const { return ember::matmul(*this, other); }
 
+// --- masking, indexing, repeating (autograd/functions_indexing.cpp) ---------------------------------------
+Tensor Tensor::masked_fill(const Tensor& mask, double value) const { return ember::masked_fill(*this, mask, value); }
+Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& value) const {
+  return ember::masked_fill(*this, mask, value);
+}
+Tensor Tensor::tril(int64_t diagonal) const { return ember::tril(*this, diagonal); }
+Tensor Tensor::triu(int64_t diagonal) const { return ember::triu(*this, diagonal); }
+Tensor Tensor::scatter(int64_t dim, const Tensor& index, const Tensor& src) const {
+  return ember::scatter(*this, dim, index, src);
+}
+Tensor Tensor::scatter(int64_t dim, const Tensor& index, double value) const {
+  return ember::scatter(*this, dim, index, value);
+}
+Tensor Tensor::index_add(int64_t dim, const Tensor& index, const Tensor& source, double alpha) const {
+  return ember::index_add(*this, dim, index, source, alpha);
+}
+Tensor Tensor::repeat(const Shape& sizes) const { return ember::repeat(*this, sizes); }
+Tensor Tensor::flip(const Shape& dims) const { return ember::flip(*this, dims); }
+std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t dim) const { return ember::chunk(*this, chunks, dim); }
+std::vector<Tensor> Tensor::split(int64_t split_size, int64_t dim) const {
+  return ember::split(*this, split_size, dim);
+}
+std::vector<Tensor> Tensor::split(const std::vector<int64_t>& split_sizes, int64_t dim) const {
+  return ember::split(*this, split_sizes, dim);
+}
+std::vector<Tensor> Tensor::unbind(int64_t dim) const { return ember::unbind(*this, dim); }
+
 }  // namespace ember
 
 // --- reductions, round 2 ------------------------------------------------------------------------------

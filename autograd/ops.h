@@ -130,6 +130,48 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
 // out[i][j] = x[i][index[i][j]] (dim = 1); index is i64 with x's number of dims.
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
 
+// --- masking, indexing, repeating, sampling (PyTorch 1.13 semantics; autograd/functions_indexing.cpp) ------
+// x with `value` where mask (bool) is true. mask and x broadcast (the result has their broadcast shape) and the
+// result keeps x's dtype (value converted, truncated for integers). A tensor value must be 0-d; it may
+// require grad (its gradient is the sum of the output gradient where mask is true).
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
+Tensor masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value);
+// The lower (tril) / upper (triu) triangle of the last two dims, batched: elements with col - row <= diagonal
+// (tril) or >= diagonal (triu) kept, the others 0. Needs at least 2 dims.
+Tensor tril(const Tensor& x, int64_t diagonal = 0);
+Tensor triu(const Tensor& x, int64_t diagonal = 0);
+// i64 [..., num_classes]: 1 at each index's class (indices: i64, any shape). num_classes = -1 uses max + 1.
+// Throws for negative classes, classes >= num_classes, and an empty input without num_classes.
+Tensor one_hot(const Tensor& indices, int64_t num_classes = -1);
+// A copy of x with out[.., index[i][j], ..] = src[i][j] along dim (dim = 0 shown): index (i64) has x's number
+// of dims and is no larger than src in every dim and than x in every dim but dim; src has x's dtype. With a
+// repeated index one write wins (the last in row-major order on the CPU, any on CUDA, as PyTorch). Gradients:
+// x gets g with the written positions zeroed, src gets g gathered at index (0 outside the index's shape).
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, double value);
+// A copy of x with x[.., index[i], ..] += alpha · source[.., i, ..] along dim; index 1-D i64 (repeats add up),
+// source of x's dtype and shape except source.size(dim) == index.numel(). Integer tensors truncate alpha.
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, double alpha = 1);
+// x tiled sizes[i] times along dim i (a copy); sizes may have more entries than x has dims (new leading dims).
+Tensor repeat(const Tensor& x, const Shape& sizes);
+// A copy of x reversed along each of dims (each at most once).
+Tensor flip(const Tensor& x, const Shape& dims);
+// Views of x along dim (their gradients flow back through the view autograd), as PyTorch:
+// chunk: `chunks` pieces of ceil(size / chunks) elements (the last smaller; fewer pieces when they run out).
+// split: pieces of split_size (the last smaller), or of the given sizes (which must sum to the size).
+// unbind: every index of dim, with dim removed.
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0);
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& split_sizes, int64_t dim = 0);
+std::vector<Tensor> unbind(const Tensor& x, int64_t dim = 0);
+// num_samples category indices (i64) per row of probs ([C] → [num_samples]; [N, C] → [N, num_samples]), drawn
+// with probabilities proportional to the row (it need not sum to 1) from `gen` (default_generator()).
+// Without replacement the samples of a row are distinct, and zero-probability categories come only after
+// every positive one is drawn (PyTorch 1.13 does not refuse them). Throws for negative, inf or NaN entries,
+// a row summing to 0, num_samples <= 0, and num_samples > C without replacement. Runs on the host (from a
+// GPU the probabilities are copied over and the samples back); the numbers are Ember's Philox stream.
+Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement = false, Generator* gen = nullptr);
+
 // --- operators and scalars ------------------------------------------------------------------------
 // A C++ number next to a tensor acts like a Python scalar: 2.0 * f32 stays f32, 2 * i64 stays i64,
 // 0.5 * i64 gives f32.

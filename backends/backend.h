@@ -53,7 +53,9 @@ enum class ReduceOp : uint8_t { sum, mean, max, min };
 enum class ArgReduceOp : uint8_t { argmax, argmin };
 enum class RandomOp : uint8_t { uniform, normal, bernoulli };
 // gather: out[i][j][k] = in[i][index[i][j][k]][k] (dim = 1). scatter_add: out[i][index[i][j][k]][k] += in[i][j][k].
-enum class IndexOp : uint8_t { gather, scatter_add };
+// scatter: out[i][index[i][j][k]][k] = in[i][j][k] (with repeated indices, one of the writes wins: the last in
+// row-major order on the CPU, an unspecified one on CUDA, as PyTorch).
+enum class IndexOp : uint8_t { gather, scatter_add, scatter };
 
 // --- parameters of the fused neural-network ops ---------------------------------------------------------
 // Pairs are (height, width).
@@ -128,7 +130,7 @@ inline constexpr int kPinnedHostIndex = -1;
 //   shape and dtype (f32, f64 or i64; f32 accumulates in double). Rows along dim are independent.
 // sort: values (in's dtype) and indices (i64) have in's shape: each row along `dim` sorted stably, ascending
 //   or descending, NaN counting as the largest value (kernels::sort_before); indices are positions in the row.
-// index: index is i64 with the shape of the iterated tensor (out for gather, in for scatter_add).
+// index: index is i64 with the shape of the iterated tensor (out for gather, in for scatter_add/scatter).
 // random: counter-based Philox (element i of a call depends only on seed, offset and i). uniform in [a, b);
 //   normal with mean a and std b; bernoulli: 1 with probability a. out is contiguous.
 // matmul: out[b] = a[b] @ b[b]: a [B, M, K], b [B, K, N], out [B, M, N] contiguous. Each matrix of a and b

@@ -29,9 +29,15 @@ Tensor scalar_tensor(double value, TensorOptions options) { return full({}, valu
 
 Tensor arange(double end, TensorOptions options) { return arange(0, end, 1, options); }
 
+Tensor arange(double start, double end, TensorOptions options) { return arange(start, end, 1, options); }
+
 Tensor arange(double start, double end, double step, TensorOptions options) {
-  EMBER_CHECK(step != 0, "arange: step must be nonzero");
+  EMBER_CHECK(options.dtype != DType::b8, "arange: not defined for bool; use i64, f32 or f64");
   EMBER_CHECK(std::isfinite(start) && std::isfinite(end), "arange: start and end must be finite");
+  if (options.dtype == DType::i64) {  // PyTorch converts the arguments to the integer type first
+    start = std::trunc(start), end = std::trunc(end), step = std::trunc(step);
+  }
+  EMBER_CHECK(step != 0, "arange: step must be nonzero");
   EMBER_CHECK((end - start) / step >= 0, "arange: the range [", start, ", ", end, ") is empty or reversed for step ",
               step);
   const auto n = static_cast<int64_t>(std::ceil((end - start) / step));

@@ -139,7 +139,9 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
 Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index) {
   check_same_device(t, index, "index_select");
   EMBER_CHECK(index.dtype() == DType::i64, "index_select: the index must be i64, got ", dtype_name(index.dtype()));
-  EMBER_CHECK(index.dim() <= 1, "index_select: the index must be 0-d or 1-D, got shape ", index.shape());
+  EMBER_CHECK(index.dim() <= 1, "index_select: the index must be 0-d or 1-D, got shape ", index.shape(),
+              " (as PyTorch); for an N-d index take index_select(x, dim, index.flatten()) and reshape it to the "
+              "index's shape plus x's other dims (nn::functional::embedding(index, x) does this for dim 0)");
   const int d = wrap_dim(dim, t.dim(), "index_select");
   if (t.dim() == 0) return gather(t, 0, index);
   Shape shape = t.shape();

@@ -79,6 +79,21 @@ Tensor gather(const Tensor& t, int64_t dim, const Tensor& index);
 // A tensor of `shape` filled with zeros, then out[... index ...] += src along dim.
 Tensor scatter_add(const Shape& shape, int64_t dim, const Tensor& index, const Tensor& src);
 
+// --- masking, indexing, flipping, sampling (core/indexing.cpp) ------------------------------------------
+// A copy of t with out[... index[i][j][k] ...][j][k] = src[i][j][k] along dim (PyTorch's scatter): index
+// has t's number of dims, index.size(d) <= src.size(d) for every d and <= t.size(d) for d != dim; src has
+// t's dtype (only its index-shaped corner is read).
+Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src);
+// A copy of t with t[.., index[i], ..] += alpha · source[.., i, ..] along dim (1-D index; PyTorch's
+// index_add). For integer tensors alpha is truncated to an integer, as PyTorch.
+Tensor index_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& source, double alpha);
+// A contiguous copy of t reversed along each of `dims`.
+Tensor flip(const Tensor& t, const Shape& dims);
+// A bool [rows, cols] mask: true where col - row <= diagonal (lower) or >= diagonal (upper), on `device`.
+Tensor triangle_mask(int64_t rows, int64_t cols, int64_t diagonal, bool lower, Device device);
+// i64 samples of category indices (see ember::multinomial).
+Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, Generator* gen);
+
 // --- random -------------------------------------------------------------------------------------------
 void random_(const Tensor& t, RandomOp op, double a, double b, Generator* gen);
 

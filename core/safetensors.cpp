@@ -162,7 +162,9 @@ Contents parse(const char* data, size_t size, const std::string& name) {
                      e.shape.str() + " needs " + std::to_string(numel * item));
     entries.push_back(std::move(e));
   }
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
+  // By start, then end: an empty tensor may share its start with the next one (safetensors.torch writes that).
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry& a, const Entry& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
   uint64_t expected = 0;
   for (const Entry& e : entries) {
     if (e.begin != expected)

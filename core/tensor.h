@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "backends/backend.h"
@@ -104,6 +105,21 @@ class Tensor {
   Tensor squeeze(int64_t dim) const;
   Tensor unsqueeze(int64_t dim) const;
   Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+
+  // --- masking, indexing, repeating (each is the free function of the same name in autograd/ops.h) ---------
+  Tensor masked_fill(const Tensor& mask, double value) const;
+  Tensor masked_fill(const Tensor& mask, const Tensor& value) const;
+  Tensor tril(int64_t diagonal = 0) const;
+  Tensor triu(int64_t diagonal = 0) const;
+  Tensor scatter(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor scatter(int64_t dim, const Tensor& index, double value) const;
+  Tensor index_add(int64_t dim, const Tensor& index, const Tensor& source, double alpha = 1) const;
+  Tensor repeat(const Shape& sizes) const;
+  Tensor flip(const Shape& dims) const;
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
+  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
+  std::vector<Tensor> split(const std::vector<int64_t>& split_sizes, int64_t dim = 0) const;
+  std::vector<Tensor> unbind(int64_t dim = 0) const;
 
   // --- math (each is the free function of the same name in autograd/ops.h) -----------------------
   // The element-wise ops of backends/elementwise_ops.h: x.exp(), x.add(y), x.eq(y), ...
@@ -209,12 +225,41 @@ Tensor ones(const Shape& shape, TensorOptions options = {});
 Tensor full(const Shape& shape, double value, TensorOptions options = {});
 // A 0-d tensor holding `value`.
 Tensor scalar_tensor(double value, TensorOptions options = {});
-// [0, end) and [start, end) by `step`, in options.dtype (f32 unless given; pass i64 for indices).
+// [0, end) and [start, end) by `step` (ceil((end - start) / step) elements; values start + i·step computed in
+// f64), in options.dtype. As LibTorch's torch::arange: integer arguments give i64 (their default options are
+// {.dtype = DType::i64}), any floating one f32; options passed replace the defaults whole, so give .dtype with
+// .device. An integer dtype truncates start, end and step to integers first (PyTorch). Throws for a zero
+// step, a step whose sign points away from end, non-finite bounds and bool.
 Tensor arange(double end, TensorOptions options = {});
 Tensor arange(double start, double end, double step, TensorOptions options = {});
+Tensor arange(double start, double end, TensorOptions options = {});
+template <typename I>
+concept ArangeInteger = std::is_integral_v<I> && !std::is_same_v<I, bool>;
+template <ArangeInteger I>
+Tensor arange(I end, TensorOptions options = {.dtype = DType::i64}) {
+  return arange(0.0, static_cast<double>(end), 1.0, options);
+}
+template <ArangeInteger A, ArangeInteger B>
+Tensor arange(A start, B end, TensorOptions options = {.dtype = DType::i64}) {
+  return arange(static_cast<double>(start), static_cast<double>(end), 1.0, options);
+}
+template <ArangeInteger A, ArangeInteger B, ArangeInteger C>
+Tensor arange(A start, B end, C step, TensorOptions options = {.dtype = DType::i64}) {
+  return arange(static_cast<double>(start), static_cast<double>(end), static_cast<double>(step), options);
+}
 // Uniform in [0, 1), and standard normal. `gen` defaults to default_generator().
 Tensor rand(const Shape& shape, TensorOptions options = {}, Generator* gen = nullptr);
 Tensor randn(const Shape& shape, TensorOptions options = {}, Generator* gen = nullptr);
+// --- integer sampling (core/indexing.cpp): Philox draws, the same numbers on every device and thread count ---
+// Uniform integers in [low, high) (high alone: [0, high)). i64 unless options say otherwise (the default
+// options are {.dtype = DType::i64}, as torch.randint); f32/f64/bool need the range to be exact in them.
+// Throws when low >= high or high - low > 2^53.
+Tensor randint(int64_t low, int64_t high, const Shape& shape, TensorOptions options = {.dtype = DType::i64},
+               Generator* gen = nullptr);
+Tensor randint(int64_t high, const Shape& shape, TensorOptions options = {.dtype = DType::i64},
+               Generator* gen = nullptr);
+// A random permutation of 0 .. n-1 (Fisher–Yates), i64 unless options say otherwise.
+Tensor randperm(int64_t n, TensorOptions options = {.dtype = DType::i64}, Generator* gen = nullptr);
 // Copies `values` (row-major) into a new tensor of `shape` (default: 1-D). The dtype is T's unless
 // options.dtype differs, in which case values are converted.
 template <typename T>

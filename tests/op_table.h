@@ -238,6 +238,19 @@ inline const Tensor kGatherIndex = from_vector<int64_t>({0, 3, 1, 1, 2, 0}, {3, 
 inline const Tensor kSelectIndex = from_vector<int64_t>({2, 0, 2}, {3});
 inline const Tensor kMask = from_vector<bool>({true, false, false, true, true, false}, {2, 3});
 inline const Host kMaskHost{{2, 3}, {1, 0, 0, 1, 1, 0}};
+// masking and indexing (scatter, index_add): the index constants and their reference helpers
+inline const std::vector<int64_t> kScatterIndexValues = {4, 0, 1, 3, 2, 0};  // [3, 2], dim 1 of [3, 5]; no repeats
+inline const Tensor kScatterIndex = from_vector<int64_t>(kScatterIndexValues, {3, 2});
+inline const std::vector<int64_t> kIndexAddValues = {0, 2, 0, 4};           // along dim 0 of [5, 3]
+inline const Tensor kIndexAddIndex = from_vector<int64_t>(kIndexAddValues);
+// x with x[i][index[i][j]] = src(i, j) along dim 1 of a 2-D x.
+template <typename F>
+Host scatter_ref(const Host& x, F src) {
+  Host out = x;
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 2; ++j) out.v[flat_index(out, {i, kScatterIndexValues[i * 2 + j]})] = src(i, j);
+  return out;
+}
 
 // --- scaled dot-product attention ---
 // softmax(q·kᵀ·scale + mask)·v over the leading dims of q [.., L, E], k [.., S, E], v [.., S, Ev]; mask: an
@@ -391,6 +404,19 @@ inline const std::vector<OpCase>& op_table() {
     {"scaled_dot_product_attention_bool_mask", {N({2, 3, 4}), N({2, 5, 4}), N({2, 5, 4})}, [](V x) { return nn::functional::scaled_dot_product_attention(x[0], x[1], x[2], {.attn_mask = kAttnMask.to(x[0].device())}); }, [](H h) { return attention_ref(h[0], h[1], h[2], &kAttnMaskHost, false, 0.5); }},
     {"scaled_dot_product_attention_float_mask_scale", {N({2, 3, 4}), N({2, 5, 4}), N({2, 5, 4})}, [](V x) { return nn::functional::scaled_dot_product_attention(x[0], x[1], x[2], {.attn_mask = kAttnBias.to(x[0].dtype()).to(x[0].device()), .scale = 0.3}); }, [](H h) { return attention_ref(h[0], h[1], h[2], &kAttnBiasHost, false, 0.3); }},
     {"scaled_dot_product_attention_heads_ev", {N({2, 2, 3, 4}), N({2, 2, 5, 4}), N({2, 2, 5, 3})}, [](V x) { return nn::functional::scaled_dot_product_attention(x[0], x[1], x[2]); }, [](H h) { return attention_ref(h[0], h[1], h[2], nullptr, false, 0.5); }},
+    // masking, indexing, repeating (autograd/functions_indexing.cpp)
+    {"masked_fill", {N({2, 3})}, [](V x) { return x[0].masked_fill(kMask.to(x[0].device()), -1.5); }, [](H h) { return generate({2, 3}, [&](const Shape& i) { return at(kMaskHost, i) != 0 ? -1.5 : at(h[0], i); }); }},
+    {"masked_fill_tensor", {N({2, 3}), N({})}, [](V x) { return masked_fill(x[0], kMask.to(x[0].device()), x[1]); }, [](H h) { return generate({2, 3}, [&](const Shape& i) { return at(kMaskHost, i) != 0 ? h[1].v[0] : at(h[0], i); }); }},
+    {"tril", {N({2, 3, 4})}, [](V x) { return tril(x[0], 1); }, [](H h) { return generate({2, 3, 4}, [&](const Shape& i) { return i[2] - i[1] <= 1 ? at(h[0], i) : 0.0; }); }},
+    {"triu", {N({4, 3})}, [](V x) { return x[0].triu(-1); }, [](H h) { return generate({4, 3}, [&](const Shape& i) { return i[1] - i[0] >= -1 ? at(h[0], i) : 0.0; }); }},
+    {"scatter", {N({3, 5}), N({3, 2})}, [](V x) { return scatter(x[0], 1, kScatterIndex.to(x[0].device()), x[1]); }, [](H h) { return scatter_ref(h[0], [&](int64_t i, int64_t j) { return at(h[1], {i, j}); }); }},
+    {"scatter_value", {N({3, 5})}, [](V x) { return x[0].scatter(-1, kScatterIndex.to(x[0].device()), 2.5); }, [](H h) { return scatter_ref(h[0], [](int64_t, int64_t) { return 2.5; }); }},
+    {"index_add", {N({5, 3}), N({4, 3})}, [](V x) { return index_add(x[0], 0, kIndexAddIndex.to(x[0].device()), x[1], -0.5); }, [](H h) { Host out = h[0]; for (int64_t i = 0; i < 4; ++i) for (int64_t j = 0; j < 3; ++j) out.v[flat_index(out, {kIndexAddValues[i], j})] += -0.5 * at(h[1], {i, j}); return out; }},
+    {"repeat", {N({2, 3})}, [](V x) { return x[0].repeat({2, 1, 3}); }, [](H h) { return generate({2, 2, 9}, [&](const Shape& i) { return at(h[0], {i[1], i[2] % 3}); }); }},
+    {"flip", {N({2, 3, 4})}, [](V x) { return flip(x[0], {0, -1}); }, [](H h) { return generate({2, 3, 4}, [&](const Shape& i) { return at(h[0], {1 - i[0], i[1], 3 - i[2]}); }); }},
+    {"chunk", {N({5, 4})}, [](V x) { return x[0].chunk(3, 0)[1]; }, [](H h) { return slice_ref(h[0], 0, 2, 2, 1); }},
+    {"split", {N({4, 5})}, [](V x) { return split(x[0], {1, 3, 1}, -1)[1]; }, [](H h) { return slice_ref(h[0], 1, 1, 3, 1); }},
+    {"unbind", {N({3, 4})}, [](V x) { return x[0].unbind(1)[2]; }, [](H h) { return with_shape(slice_ref(h[0], 1, 2, 1, 1), {3}); }},
   };
   return table;
 }

@@ -27,7 +27,9 @@ TEST(GradcheckTable, CoversEveryDifferentiableOp) {
       "where", "sum", "mean", "max", "min", "amax", "amin", "max_dim", "min_dim", "softmax", "log_softmax", "matmul",
       "reshape", "view", "flatten", "squeeze", "unsqueeze", "permute", "transpose", "t", "narrow", "slice", "select",
       "expand", "contiguous", "clone", "to_dtype", "cat", "stack", "index_select", "gather",
-      "var", "std", "logsumexp", "cumsum", "sort", "topk", "scaled_dot_product_attention"};
+      "var", "std", "logsumexp", "cumsum", "sort", "topk", "scaled_dot_product_attention",
+      // masking, indexing, repeating
+      "masked_fill", "tril", "triu", "scatter", "index_add", "repeat", "flip", "chunk", "split", "unbind"};
   for (const UnaryOpInfo& op : kUnaryOps) required.emplace_back(op.name);
   for (const BinaryOpInfo& op : kBinaryOps)
     if (op.kind == BinaryKind::arithmetic) required.emplace_back(op.name);

@@ -67,7 +67,8 @@ TEST(Tensor, FactoriesFill) {
 
 TEST(Tensor, Arange) {
   EXPECT_TRUE(close_to(arange(5), {0, 1, 2, 3, 4}, {5}));
-  EXPECT_EQ(arange(5).dtype(), DType::f32);
+  EXPECT_EQ(arange(5).dtype(), DType::i64);    // integer arguments: i64, as LibTorch
+  EXPECT_EQ(arange(5.0).dtype(), DType::f32);
   const Tensor i = arange(5, {.dtype = DType::i64});
   EXPECT_EQ(i.dtype(), DType::i64);
   EXPECT_EQ(i.to_vector<int64_t>(), (std::vector<int64_t>{0, 1, 2, 3, 4}));

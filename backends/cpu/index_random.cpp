@@ -1,4 +1,4 @@
-// gather / scatter_add, and Philox random numbers.
+// gather / scatter_add / scatter, and Philox random numbers.
 #include <atomic>
 
 #include "backends/cpu/cpu_backend.h"
@@ -30,13 +30,16 @@ void CpuBackend::index(IndexOp op, const TensorArg& in, const TensorArg& index, 
         T* it = reinterpret_cast<T*>(p[0] + i * s[0]);
         T* addr = reinterpret_cast<T*>(p[2] + i * s[2]) + idx * step;
         if (gather) *it = *addr;
+        else if (op == IndexOp::scatter) *addr = *it;
         else *addr = static_cast<T>(*addr + *it);
       }
     };
-    // scatter_add writes to positions other threads may write: run it on one thread.
+    // scatter_add and scatter write to positions other threads may write: run them on one thread (so a
+    // repeated index in scatter keeps the last write in row-major order).
     strided_loop<3>({&iterated, &index, &other}, body, gather ? kGrainSize : INT64_MAX);
   });
-  EMBER_CHECK(!found_bad, gather ? "gather/index_select" : "scatter_add", ": index ", bad.load(),
+  EMBER_CHECK(!found_bad, gather ? "gather/index_select" : op == IndexOp::scatter ? "scatter" : "scatter_add",
+              ": index ", bad.load(),
               " is out of range for dim ", dim, " of size ", limit);
 }
 

@@ -49,7 +49,7 @@ void device_free(void* p) { cudaFree(p); }  // from destructors: nothing to do a
       ember::detail::throw_error("gather/index_select: index ", value, " is out of range for dim ", dim, " of size ",
                                  limit, where);
     case KernelErrorCode::scatter_index:
-      ember::detail::throw_error("scatter_add: index ", value, " is out of range for dim ", dim, " of size ", limit,
+      ember::detail::throw_error("scatter/scatter_add/index_add: index ", value, " is out of range for dim ", dim, " of size ", limit,
                                  where);
     case KernelErrorCode::target_index:
       ember::detail::throw_error("cross_entropy: target ", value, " (sample ", dim, ") is not a class index in [0, ",
