@@ -145,9 +145,10 @@ std::string Dropout::describe() const {
   return s.str();
 }
 
-Embedding::Embedding(int64_t num, int64_t dim, Generator* gen) : Embedding(num, dim, std::nullopt, gen) {}
+Embedding::Embedding(int64_t num, int64_t dim, Generator* gen) : Embedding(num, dim, functional::EmbeddingFuncOptions{}, gen) {}
 
-Embedding::Embedding(int64_t num, int64_t dim, std::optional<int64_t> padding, Generator* gen) {
+Embedding::Embedding(int64_t num, int64_t dim, const functional::EmbeddingFuncOptions& options, Generator* gen) {
+  const std::optional<int64_t> padding = options.padding_idx;
   EMBER_CHECK(num > 0 && dim > 0, "Embedding: sizes must be positive, got ", num, " x ", dim);
   if (padding.has_value()) {
     EMBER_CHECK(*padding >= -num && *padding < num, "Embedding: padding_idx ", *padding, " must be within the ", num,

@@ -132,11 +132,13 @@ class Dropout : public Module {
 };
 
 // Lookup table: weight [num_embeddings, dim] ~ N(0, 1); forward(indices i64) → [*, dim]. With padding_idx
-// (negative counts from the end), that row starts at zero and gets no gradient, as PyTorch.
+// (negative counts from the end), that row starts at zero and gets no gradient, as PyTorch:
+// Embedding(10, 4, {.padding_idx = 0}) (an options struct: a bare 0 would convert to the Generator*).
 class Embedding : public Module {
  public:
   Embedding(int64_t num_embeddings, int64_t embedding_dim, Generator* gen = nullptr);
-  Embedding(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx, Generator* gen = nullptr);
+  Embedding(int64_t num_embeddings, int64_t embedding_dim, const functional::EmbeddingFuncOptions& options,
+            Generator* gen = nullptr);
   Tensor forward(const Tensor& indices) override {
     return functional::embedding(indices, weight, {.padding_idx = padding_idx});
   }

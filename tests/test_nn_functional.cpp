@@ -514,7 +514,7 @@ TEST(NnFunctional, EmbeddingPaddingIdx) {
   }, false);
   // the layer starts that row at zero, normalises a negative padding_idx, and its gradient stays zero
   Generator gen(3);
-  nn::Embedding emb(5, 3, -2, &gen);
+  nn::Embedding emb(5, 3, {.padding_idx = -2}, &gen);
   ASSERT_TRUE(emb.padding_idx.has_value());
   EXPECT_EQ(*emb.padding_idx, 3);
   EXPECT_EQ(emb.weight.select(0, 3).to_vector<float>(), std::vector<float>(3, 0.0f));
@@ -522,7 +522,10 @@ TEST(NnFunctional, EmbeddingPaddingIdx) {
   sum(emb.forward(from_vector<int64_t>({3, 2, 3}))).backward();
   EXPECT_EQ(emb.weight.grad().select(0, 3).to_vector<float>(), std::vector<float>(3, 0.0f));
   EXPECT_EQ(emb.weight.grad().select(0, 2).to_vector<float>(), std::vector<float>(3, 1.0f));
-  EXPECT_TRUE(test::throws_error([] { nn::Embedding(4, 2, 4); }, {"Embedding", "padding_idx 4", "[-4, 4)"}));
+  EXPECT_TRUE(test::throws_error([] { nn::Embedding(4, 2, {.padding_idx = 4}); }, {"Embedding", "padding_idx 4", "[-4, 4)"}));
+  nn::Embedding first(4, 2, {.padding_idx = 0});
+  EXPECT_EQ(first.padding_idx, std::optional<int64_t>(0));
+  EXPECT_EQ(first.weight.select(0, 0).to_vector<float>(), std::vector<float>(2, 0.0f));
   EXPECT_TRUE(test::throws_error([] { F::embedding(from_vector<int64_t>({0}), zeros({4, 2}), {.padding_idx = -5}); },
                                  {"embedding", "padding_idx -5"}));
   // out of range: names embedding, the index, its position and the vocabulary size (not gather/index_select)
