@@ -71,6 +71,9 @@ struct Pool2dParams {
   int64_t stride[2] = {1, 1};
   int64_t padding[2] = {0, 0};
   bool count_include_pad = true;  // avg: divide by the full window, padding included (PyTorch's default)
+  // Adaptive pooling (adaptive_avg/max_pool2d): kernel, stride and padding are unused; output (oh, ow) pools
+  // the window nn_math::adaptive_start/end give from H, W and the output's OH, OW.
+  bool adaptive = false;
 };
 
 // --- scaled dot-product attention ---

@@ -175,9 +175,27 @@ struct PoolWindow {
   int64_t divisor;         // avg: the count PyTorch divides by (count_include_pad or the clipped window)
 };
 
-// The input window of output (oh, ow): the padded window stops at
-// H + pad (PyTorch's avg_pool2d divisor), then is clipped to [0, H) × [0, W).
-EMBER_HOST_DEVICE PoolWindow pool_window(const Pool2dParams& p, int64_t H, int64_t W, int64_t oh, int64_t ow) {
+// Adaptive pooling (PyTorch's rule): output i of `out` along a dim of length `in` pools the inputs
+// [⌊i·in/out⌋, ⌈(i+1)·in/out⌉). Windows may overlap by one and differ in size when out does not divide in.
+EMBER_HOST_DEVICE int64_t adaptive_start(int64_t i, int64_t in, int64_t out) { return (i * in) / out; }
+EMBER_HOST_DEVICE int64_t adaptive_end(int64_t i, int64_t in, int64_t out) { return ((i + 1) * in + out - 1) / out; }
+// The outputs whose adaptive window contains input i: o in [lo, hi) = [⌊i·out/in⌋, ⌈(i+1)·out/in⌉), the same
+// rule with in and out swapped (start(o) <= i  ⟺  o < ⌈(i+1)·out/in⌉; end(o) > i  ⟺  o >= ⌊i·out/in⌋).
+EMBER_HOST_DEVICE void adaptive_outputs_covering(int64_t i, int64_t in, int64_t out, int64_t& lo, int64_t& hi) {
+  lo = adaptive_start(i, out, in);
+  hi = adaptive_end(i, out, in);
+}
+
+// The input window of output (oh, ow) of an OH×OW output. Adaptive: nn_math::adaptive_start/end, divided by
+// its size. Otherwise the padded window stops at H + pad (PyTorch's avg_pool2d divisor), then is clipped to
+// [0, H) × [0, W).
+EMBER_HOST_DEVICE PoolWindow pool_window(const Pool2dParams& p, int64_t H, int64_t W, int64_t OH, int64_t OW,
+                                         int64_t oh, int64_t ow) {
+  if (p.adaptive) {
+    const int64_t h0 = adaptive_start(oh, H, OH), h1 = adaptive_end(oh, H, OH);
+    const int64_t w0 = adaptive_start(ow, W, OW), w1 = adaptive_end(ow, W, OW);
+    return {h0, h1, w0, w1, (h1 - h0) * (w1 - w0)};
+  }
   int64_t h0 = oh * p.stride[0] - p.padding[0], w0 = ow * p.stride[1] - p.padding[1];
   int64_t h1 = h0 + p.kernel[0] < H + p.padding[0] ? h0 + p.kernel[0] : H + p.padding[0];
   int64_t w1 = w0 + p.kernel[1] < W + p.padding[1] ? w0 + p.kernel[1] : W + p.padding[1];

@@ -6,6 +6,7 @@
 // Shapes: N batch, C channels, H/W spatial, O output channels, K kernel, D features.
 #include <cstdint>
 #include <optional>
+#include <tuple>
 
 #include "autograd/ops.h"
 #include "core/tensor.h"
@@ -56,8 +57,16 @@ struct Pool2dOptions {
 // max: the gradient goes to each window's first maximum.
 Tensor max_pool2d(const Tensor& x, const Pool2dOptions& options);
 Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& options);
-// Average pooling to [N, C, out_h, out_w]; H and W must be multiples of the output size (1×1: global).
-Tensor adaptive_avg_pool2d(const Tensor& x, int64_t out_h = 1, int64_t out_w = 1);
+// Adaptive pooling to [N, C, out_h, out_w] (or [C, out_h, out_w]) from any H, W, as PyTorch: output (i, j)
+// pools rows [⌊i·H/out_h⌋, ⌈(i+1)·H/out_h⌉) and columns likewise (windows may overlap or differ in size;
+// nn_math::adaptive_start/end). One size means out×out, as adaptive_avg_pool2d(x, 7) in PyTorch.
+// max: the gradient goes to each window's first maximum (NaN wins).
+Tensor adaptive_avg_pool2d(const Tensor& x, int64_t output_size);
+Tensor adaptive_avg_pool2d(const Tensor& x, int64_t out_h, int64_t out_w);
+Tensor adaptive_max_pool2d(const Tensor& x, int64_t output_size);
+Tensor adaptive_max_pool2d(const Tensor& x, int64_t out_h, int64_t out_w);
+// With the indices of the maxima (h·W + w within each plane, i64), as return_indices=True.
+std::tuple<Tensor, Tensor> adaptive_max_pool2d_with_indices(const Tensor& x, int64_t out_h, int64_t out_w);
 
 // x [N, C] or [N, C, *]; running_mean/var [C] (updated in place when training; may be undefined only when
 // training); weight/bias [C] or undefined.
@@ -68,8 +77,13 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
                   double eps = 1e-5);
 // Zeroes each element with probability p and scales the rest by 1/(1-p) when training; identity otherwise.
 Tensor dropout(const Tensor& x, double p, bool training, Generator* gen = nullptr);
-// weight [V, D], indices i64 of any shape → [*indices.shape, D]. Backward scatter-adds into weight.
-Tensor embedding(const Tensor& indices, const Tensor& weight);
+// weight [V, D], indices i64 of any shape → [*indices.shape, D]. Backward scatter-adds into weight, except
+// at the positions holding padding_idx (in [-V, V); negative counts from the end; nullopt: none), whose
+// rows get no gradient from them, as PyTorch. An index outside [0, V) throws, naming it and its position.
+struct EmbeddingFuncOptions {
+  std::optional<int64_t> padding_idx{};
+};
+Tensor embedding(const Tensor& indices, const Tensor& weight, const EmbeddingFuncOptions& options = {});
 
 // --- attention --------------------------------------------------------------------------------------------
 struct AttentionOptions {
@@ -87,21 +101,57 @@ struct AttentionOptions {
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                    const AttentionOptions& options = {});
 
-// --- losses: input [N, C] with class indices target i64 [N], or same-shaped targets ---------------------
+// --- losses --------------------------------------------------------------------------------------------
+// Each takes one options struct shaped like LibTorch's torch::nn::functional::*FuncOptions. `weight` and
+// `pos_weight` are constants (no gradient flows into them, as PyTorch).
+
+// Class targets: input [N, C] (or [C] with a 0-d target, or [N, C, d1, ..., dk] with target
+// [N, d1, ..., dk]), target i64 class indices; or probability targets: a floating target of the input's
+// shape (each row a distribution over C; no ignore_index).
 struct CrossEntropyOptions {
-  int64_t ignore_index = -100;
-  double label_smoothing = 0.0;
-  Reduction reduction = Reduction::mean;  // mean: over the targets that are not ignore_index
+  int64_t ignore_index = -100;  // class targets only
+  double label_smoothing = 0.0;  // in [0, 1]: target (1-ε)·target + ε/C
+  Reduction reduction = Reduction::mean;
+  Tensor weight{};  // [C] per-class weights, or undefined
 };
-// log_softmax + nll fused. logits [N, C] (or [C] with a 0-d target).
+using CrossEntropyFuncOptions = CrossEntropyOptions;  // LibTorch's name
+// log_softmax + nll, with PyTorch 1.13's reductions: class targets with mean divide by the summed weights
+// of the non-ignored targets (their count without weight; 0/0 = NaN when all are ignored); probability
+// targets with mean divide by the number of rows (N·d1·…·dk), with or without weight. The plain
+// class-index case (no weight) is one fused op; the others are compositions of differentiable ops.
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyOptions& options = {});
-// log_probs [N, C], target i64 [N].
-Tensor nll_loss(const Tensor& log_probs, const Tensor& target, int64_t ignore_index = -100,
-                Reduction reduction = Reduction::mean);
-Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::mean);
-Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::mean);
-// Sigmoid + binary cross entropy, stable for large |logits|: max(x,0) - x·y + log(1 + e^-|x|).
+
+struct NLLLossOptions {
+  int64_t ignore_index = -100;
+  Reduction reduction = Reduction::mean;  // mean: Σ w[t]·loss / Σ w[t] over the non-ignored targets
+  Tensor weight{};  // [C] or undefined
+};
+using NLLLossFuncOptions = NLLLossOptions;
+// log_probs [N, C] (or [C], or [N, C, d1..dk]), target i64 [N] (or 0-d, or [N, d1..dk]).
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const NLLLossOptions& options = {});
+
+struct MSELossOptions {
+  Reduction reduction = Reduction::mean;
+};
+using MSELossFuncOptions = MSELossOptions;
+struct L1LossOptions {
+  Reduction reduction = Reduction::mean;
+};
+using L1LossFuncOptions = L1LossOptions;
+// input and target of the same shape.
+Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossOptions& options = {});
+Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossOptions& options = {});
+
+struct BCEWithLogitsOptions {
+  Reduction reduction = Reduction::mean;
+  Tensor weight{};      // broadcast to the input's shape (a rescaling per element), or undefined
+  Tensor pos_weight{};  // [C] weights of the positive term, broadcast along the last dim, or undefined
+};
+using BinaryCrossEntropyWithLogitsFuncOptions = BCEWithLogitsOptions;
+// Sigmoid + binary cross entropy, stable for large |logits| (PyTorch 1.13's formula, l = 1 + (p-1)·y):
+//   loss = w · ((1 - y)·x + l·(log(1 + e^-|x|) + max(-x, 0)))
+// logits and target of the same shape; gradients for both.
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target,
-                                        Reduction reduction = Reduction::mean);
+                                        const BCEWithLogitsOptions& options = {});
 
 }  // namespace ember::nn::functional

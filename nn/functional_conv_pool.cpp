@@ -86,7 +86,10 @@ struct Pool2dBackward : autograd::Node {
   Pool2dParams p;
   Shape input_shape;
   SavedTensor indices;  // max only
-  std::string_view name() const override { return op == PoolOp::max ? "max_pool2d" : "avg_pool2d"; }
+  std::string_view name() const override {
+    if (p.adaptive) return op == PoolOp::max ? "adaptive_max_pool2d" : "adaptive_avg_pool2d";
+    return op == PoolOp::max ? "max_pool2d" : "avg_pool2d";
+  }
   void release() override { indices.release(); }
   void backward(const Tensor& g, Tensor* grad_inputs) override {
     const Tensor gy = raw::contiguous(g);
@@ -186,18 +189,56 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, con
 Tensor max_pool2d(const Tensor& x, const Pool2dOptions& options) { return pool2d(PoolOp::max, x, options); }
 Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& options) { return pool2d(PoolOp::avg, x, options); }
 
+namespace {
+
+// Adaptive pooling through the pool2d Backend entries with Pool2dParams::adaptive (the windows are
+// nn_math::adaptive_start/end of H, W and the output size). Returns y and, for max, the indices.
+std::tuple<Tensor, Tensor> adaptive_pool2d(PoolOp op, const Tensor& input, int64_t out_h, int64_t out_w) {
+  const char* name = op == PoolOp::max ? "adaptive_max_pool2d" : "adaptive_avg_pool2d";
+  const Batched b(input, name);
+  EMBER_CHECK(is_floating(input.dtype()), name, ": needs a floating input, got ", dtype_name(input.dtype()));
+  const int64_t H = b.x.size(2), W = b.x.size(3);
+  EMBER_CHECK(H > 0 && W > 0, name, ": the input ", input.shape(),
+              " has an empty spatial dim; there is nothing to pool (H and W must be at least 1)");
+  EMBER_CHECK(out_h > 0 && out_w > 0, name, ": output size [", out_h, ", ", out_w,
+              "] must be positive (the input is ", input.shape(), ")");
+  Pool2dParams p;
+  p.adaptive = true;
+  const Tensor x = raw::contiguous(b.x);
+  Tensor y = raw::empty({x.size(0), x.size(1), out_h, out_w}, x.dtype(), x.device());
+  Tensor idx = op == PoolOp::max ? raw::empty(y.shape(), DType::i64, x.device()) : Tensor();
+  const TensorArg ia = idx.defined() ? idx.arg() : TensorArg{};
+  backend(x.device()).pool2d_forward(op, x.arg(), y.arg(), idx.defined() ? &ia : nullptr, p);
+  if (auto node = autograd::make_node<Pool2dBackward>(b.x)) {
+    node->op = op;
+    node->p = p;
+    node->input_shape = x.shape();
+    if (idx.defined()) node->indices.save(idx);
+    autograd::set_history(y, std::move(node));
+  }
+  return {b.finish(y), idx.defined() ? b.finish(idx) : Tensor()};
+}
+
+}  // namespace
+
+Tensor adaptive_avg_pool2d(const Tensor& x, int64_t output_size) { return adaptive_avg_pool2d(x, output_size, output_size); }
+
 Tensor adaptive_avg_pool2d(const Tensor& x, int64_t out_h, int64_t out_w) {
-  EMBER_CHECK(x.dim() == 3 || x.dim() == 4, "adaptive_avg_pool2d: expected [N, C, H, W] or [C, H, W], got ", x.shape());
-  const int64_t H = x.size(-2), W = x.size(-1);
-  EMBER_CHECK(H > 0 && W > 0, "adaptive_avg_pool2d: the input ", x.shape(),
-              " has an empty spatial dim; there is nothing to average");
-  EMBER_CHECK(out_h > 0 && out_w > 0 && H % out_h == 0 && W % out_w == 0, "adaptive_avg_pool2d: output [", out_h, ", ",
-              out_w, "] must divide the input's spatial size [", H, ", ", W, "]");
-  if (out_h == 1 && out_w == 1) return mean(x, {-2, -1}, /*keepdim=*/true);
-  Pool2dOptions o;
-  o.kernel[0] = o.stride[0] = H / out_h;
-  o.kernel[1] = o.stride[1] = W / out_w;
-  return avg_pool2d(x, o);
+  // Global average pooling as one mean (the common case; the same windows)
+  if (out_h == 1 && out_w == 1 && (x.dim() == 3 || x.dim() == 4) && x.size(-2) > 0 && x.size(-1) > 0 &&
+      is_floating(x.dtype()))
+    return mean(x, {-2, -1}, /*keepdim=*/true);
+  return std::get<0>(adaptive_pool2d(PoolOp::avg, x, out_h, out_w));
+}
+
+Tensor adaptive_max_pool2d(const Tensor& x, int64_t output_size) { return adaptive_max_pool2d(x, output_size, output_size); }
+
+Tensor adaptive_max_pool2d(const Tensor& x, int64_t out_h, int64_t out_w) {
+  return std::get<0>(adaptive_pool2d(PoolOp::max, x, out_h, out_w));
+}
+
+std::tuple<Tensor, Tensor> adaptive_max_pool2d_with_indices(const Tensor& x, int64_t out_h, int64_t out_w) {
+  return adaptive_pool2d(PoolOp::max, x, out_h, out_w);
 }
 
 }  // namespace ember::nn::functional

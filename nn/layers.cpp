@@ -118,6 +118,13 @@ Tensor BatchNorm::forward(const Tensor& x) {
   return functional::batch_norm(x, running_mean, running_var, weight, bias, is_training(), momentum, eps);
 }
 
+std::string AdaptiveAvgPool2d::describe() const {
+  return "AdaptiveAvgPool2d(output_size=[" + std::to_string(out_h) + ", " + std::to_string(out_w) + "])";
+}
+std::string AdaptiveMaxPool2d::describe() const {
+  return "AdaptiveMaxPool2d(output_size=[" + std::to_string(out_h) + ", " + std::to_string(out_w) + "])";
+}
+
 std::string BatchNorm::describe() const { return type_name() + "(" + std::to_string(num_features) + ")"; }
 
 LayerNorm::LayerNorm(const Shape& shape, double eps, bool affine) : normalized_shape(shape), eps(eps) {
@@ -138,10 +145,22 @@ std::string Dropout::describe() const {
   return s.str();
 }
 
-Embedding::Embedding(int64_t num, int64_t dim, Generator* gen) {
+Embedding::Embedding(int64_t num, int64_t dim, Generator* gen) : Embedding(num, dim, functional::EmbeddingFuncOptions{}, gen) {}
+
+Embedding::Embedding(int64_t num, int64_t dim, const functional::EmbeddingFuncOptions& options, Generator* gen) {
+  const std::optional<int64_t> padding = options.padding_idx;
   EMBER_CHECK(num > 0 && dim > 0, "Embedding: sizes must be positive, got ", num, " x ", dim);
+  if (padding.has_value()) {
+    EMBER_CHECK(*padding >= -num && *padding < num, "Embedding: padding_idx ", *padding, " must be within the ", num,
+                " embeddings (in [-", num, ", ", num, "))");
+    padding_idx = *padding < 0 ? *padding + num : *padding;
+  }
   weight = register_parameter("weight", empty({num, dim}));
   init::normal_(weight, 0.0, 1.0, gen);
+  if (padding_idx.has_value()) {  // PyTorch's reset_parameters: the padding row starts at zero
+    NoGradGuard no_grad;
+    weight.select(0, *padding_idx).fill_(0.0);
+  }
 }
 
 Sequential::Sequential(std::initializer_list<std::shared_ptr<Module>> modules) {

@@ -2,6 +2,8 @@
 // Layers (torch.nn), with PyTorch's default initialisation so models train the same. Constructors take
 // an optional Generator for their initial values (default: the global one). Shapes: N batch, C channels.
 #include <initializer_list>
+#include <optional>
+#include <utility>
 
 #include "nn/functional.h"
 #include "nn/module.h"
@@ -60,11 +62,24 @@ class AvgPool2d : public Module {
   functional::Pool2dOptions options;
 };
 
+// Adaptive pooling to output_size (one size: out×out, as PyTorch's AdaptiveAvgPool2d(7)) from any H, W.
 class AdaptiveAvgPool2d : public Module {
  public:
-  explicit AdaptiveAvgPool2d(int64_t out_h = 1, int64_t out_w = 1) : out_h(out_h), out_w(out_w) {}
+  explicit AdaptiveAvgPool2d(int64_t output_size) : out_h(output_size), out_w(output_size) {}
+  AdaptiveAvgPool2d(int64_t out_h, int64_t out_w) : out_h(out_h), out_w(out_w) {}
   Tensor forward(const Tensor& x) override { return functional::adaptive_avg_pool2d(x, out_h, out_w); }
   std::string type_name() const override { return "AdaptiveAvgPool2d"; }
+  std::string describe() const override;
+  int64_t out_h, out_w;
+};
+
+class AdaptiveMaxPool2d : public Module {
+ public:
+  explicit AdaptiveMaxPool2d(int64_t output_size) : out_h(output_size), out_w(output_size) {}
+  AdaptiveMaxPool2d(int64_t out_h, int64_t out_w) : out_h(out_h), out_w(out_w) {}
+  Tensor forward(const Tensor& x) override { return functional::adaptive_max_pool2d(x, out_h, out_w); }
+  std::string type_name() const override { return "AdaptiveMaxPool2d"; }
+  std::string describe() const override;
   int64_t out_h, out_w;
 };
 
@@ -116,13 +131,20 @@ class Dropout : public Module {
   Generator* gen_;
 };
 
-// Lookup table: weight [num_embeddings, dim] ~ N(0, 1); forward(indices i64) → [*, dim].
+// Lookup table: weight [num_embeddings, dim] ~ N(0, 1); forward(indices i64) → [*, dim]. With padding_idx
+// (negative counts from the end), that row starts at zero and gets no gradient, as PyTorch:
+// Embedding(10, 4, {.padding_idx = 0}) (an options struct: a bare 0 would convert to the Generator*).
 class Embedding : public Module {
  public:
   Embedding(int64_t num_embeddings, int64_t embedding_dim, Generator* gen = nullptr);
-  Tensor forward(const Tensor& indices) override { return functional::embedding(indices, weight); }
+  Embedding(int64_t num_embeddings, int64_t embedding_dim, const functional::EmbeddingFuncOptions& options,
+            Generator* gen = nullptr);
+  Tensor forward(const Tensor& indices) override {
+    return functional::embedding(indices, weight, {.padding_idx = padding_idx});
+  }
   std::string type_name() const override { return "Embedding"; }
   Tensor weight;
+  std::optional<int64_t> padding_idx;  // normalised to [0, num_embeddings)
 };
 
 class Flatten : public Module {
@@ -210,7 +232,7 @@ class Sequential : public Module {
 // --- losses as modules: forward(input, target) ---------------------------------------------------------
 class CrossEntropyLoss : public Module {
  public:
-  explicit CrossEntropyLoss(functional::CrossEntropyOptions options = {}) : options(options) {}
+  explicit CrossEntropyLoss(functional::CrossEntropyOptions options = {}) : options(std::move(options)) {}
   Tensor forward(const Tensor& logits, const Tensor& target) { return functional::cross_entropy(logits, target, options); }
   std::string type_name() const override { return "CrossEntropyLoss"; }
   functional::CrossEntropyOptions options;
@@ -218,27 +240,23 @@ class CrossEntropyLoss : public Module {
 
 class NLLLoss : public Module {
  public:
-  explicit NLLLoss(int64_t ignore_index = -100, functional::Reduction reduction = functional::Reduction::mean)
-      : ignore_index(ignore_index), reduction(reduction) {}
-  Tensor forward(const Tensor& log_probs, const Tensor& target) {
-    return functional::nll_loss(log_probs, target, ignore_index, reduction);
-  }
+  explicit NLLLoss(functional::NLLLossOptions options = {}) : options(std::move(options)) {}
+  Tensor forward(const Tensor& log_probs, const Tensor& target) { return functional::nll_loss(log_probs, target, options); }
   std::string type_name() const override { return "NLLLoss"; }
-  int64_t ignore_index;
-  functional::Reduction reduction;
+  functional::NLLLossOptions options;
 };
 
-#define EMBER_LOSS(Name, fn)                                                                                 \
+#define EMBER_LOSS(Name, fn, Options)                                                                        \
   class Name : public Module {                                                                               \
    public:                                                                                                   \
-    explicit Name(functional::Reduction reduction = functional::Reduction::mean) : reduction(reduction) {}   \
-    Tensor forward(const Tensor& input, const Tensor& target) { return functional::fn(input, target, reduction); } \
+    explicit Name(functional::Options options = {}) : options(std::move(options)) {}                        \
+    Tensor forward(const Tensor& input, const Tensor& target) { return functional::fn(input, target, options); } \
     std::string type_name() const override { return #Name; }                                                 \
-    functional::Reduction reduction;                                                                          \
+    functional::Options options;                                                                             \
   };
-EMBER_LOSS(MSELoss, mse_loss)
-EMBER_LOSS(L1Loss, l1_loss)
-EMBER_LOSS(BCEWithLogitsLoss, binary_cross_entropy_with_logits)
+EMBER_LOSS(MSELoss, mse_loss, MSELossOptions)
+EMBER_LOSS(L1Loss, l1_loss, L1LossOptions)
+EMBER_LOSS(BCEWithLogitsLoss, binary_cross_entropy_with_logits, BCEWithLogitsOptions)
 #undef EMBER_LOSS
 
 }  // namespace ember::nn

@@ -135,6 +135,12 @@ const std::map<std::string, Entry>& table() {
           const auto [h, w] = a.pair("output_size", 1);
           return std::make_shared<AdaptiveAvgPool2d>(h, w);
         }}},
+      {"adaptive_max_pool2d",
+       {{"output_size"},
+        [](const Args& a, Generator*) -> std::shared_ptr<Module> {
+          const auto [h, w] = a.pair("output_size");
+          return std::make_shared<AdaptiveMaxPool2d>(h, w);
+        }}},
       {"batch_norm",
        {{"eps", "momentum", "affine"},
         [](const Args& a, Generator*) -> std::shared_ptr<Module> {

@@ -218,7 +218,14 @@ const std::vector<NnCase>& nn_table() {
     {"avg_pool2d_ceil_not_counted", {N({2, 3, 8, 9})}, [](V x) { return Outs{F::avg_pool2d(x[0], pool(3, 2, 1, false, true))}; }},
     {"avg_pool2d_ceil_unpadded", {N({2, 3, 8, 7})}, [](V x) { return Outs{F::avg_pool2d(x[0], pool(3, 2, 0, true, true))}; }},
     {"adaptive_avg_pool2d", {N({2, 3, 6, 6})}, [](V x) { return Outs{F::adaptive_avg_pool2d(x[0], 2, 3)}; }},
-    {"adaptive_avg_pool2d_global", {N({2, 3, 6, 6})}, [](V x) { return Outs{F::adaptive_avg_pool2d(x[0])}; }},
+    {"adaptive_avg_pool2d_global", {N({2, 3, 6, 6})}, [](V x) { return Outs{F::adaptive_avg_pool2d(x[0], 1)}; }},
+    // adaptive pooling to sizes that do not divide the input: overlapping windows of different sizes
+    // (nn_math::adaptive_start/end), and an output larger than the input
+    {"adaptive_avg_pool2d_7", {N({2, 3, 10, 9})}, [](V x) { return Outs{F::adaptive_avg_pool2d(x[0], 7)}; }},
+    {"adaptive_avg_pool2d_up", {N({1, 2, 3, 3})}, [](V x) { return Outs{F::adaptive_avg_pool2d(x[0], 4, 5)}; }},
+    {"adaptive_max_pool2d_7", {N({2, 3, 10, 9})}, [](V x) { return Outs{F::adaptive_max_pool2d(x[0], 7)}; }, Kind::exact},
+    {"adaptive_max_pool2d_3x4", {N({2, 3, 5, 7})}, [](V x) { return Outs{F::adaptive_max_pool2d(x[0], 3, 4)}; }, Kind::exact},
+    {"adaptive_max_pool2d_up", {N({1, 2, 3, 3})}, [](V x) { return Outs{F::adaptive_max_pool2d(x[0], 4, 5)}; }, Kind::exact},
     // normalisation (training mode also compares the updated running statistics)
     {"batch_norm_train", {N({4, 3, 5, 5}), N({3}), N({3})}, [](V x) { return batch_norm_train(x, x[1], x[2]); }},
     {"batch_norm_train_1d", {N({8, 5}), N({5}), N({5})}, [](V x) { return batch_norm_train(x, x[1], x[2]); }},
@@ -259,9 +266,17 @@ const std::vector<NnCase>& nn_table() {
     {"cross_entropy_large_wide", {N({8, 1000})}, [](V x) { return Outs{F::cross_entropy(x[0] * 3.0 + 1000.0, labels(x, {0, 999, 500, 1, 250, 750, 3, 998}))}; }, Kind::elementwise, Kind::elementwise},
     {"nll_loss", {N({6, 5})}, [](V x) { return Outs{F::nll_loss(log_softmax(x[0], 1), labels(x, kTargets))}; }},
     {"mse_loss", {N({3, 4}), N({3, 4})}, [](V x) { return Outs{F::mse_loss(x[0], x[1])}; }},
-    {"l1_loss", {N({3, 4}), N({3, 4})}, [](V x) { return Outs{F::l1_loss(x[0], x[1], R::sum)}; }},
+    {"l1_loss", {N({3, 4}), N({3, 4})}, [](V x) { return Outs{F::l1_loss(x[0], x[1], {.reduction = R::sum})}; }},
     {"bce_with_logits", {N({3, 4})}, [](V x) { return Outs{F::binary_cross_entropy_with_logits(x[0], uniform_constant(x, {3, 4}, 13))}; }},
-    {"bce_with_logits_none", {N({3, 4})}, [](V x) { return Outs{F::binary_cross_entropy_with_logits(x[0], uniform_constant(x, {3, 4}, 13), R::none)}; }},
+    {"bce_with_logits_none", {N({3, 4})}, [](V x) { return Outs{F::binary_cross_entropy_with_logits(x[0], uniform_constant(x, {3, 4}, 13), {.reduction = R::none})}; }},
+    // losses with options: class weights, probability targets, K-dim inputs, pos_weight (round 2)
+    {"cross_entropy_weight", {N({6, 5})}, [](V x) { return Outs{F::cross_entropy(x[0], labels(x, {0, -100, 4, 2, 1, 3}), {.weight = constant(x, {5}, Domain::positive, 21)})}; }},
+    {"cross_entropy_weight_smoothing_sum", {N({6, 5})}, [](V x) { return Outs{F::cross_entropy(x[0], labels(x, kTargets), {.ignore_index = 2, .label_smoothing = 0.2, .reduction = R::sum, .weight = constant(x, {5}, Domain::positive, 21)})}; }},
+    {"cross_entropy_probs", {N({6, 5})}, [](V x) { return Outs{F::cross_entropy(x[0], softmax(constant(x, {6, 5}, Domain::normal, 22), 1), {.label_smoothing = 0.1, .weight = constant(x, {5}, Domain::positive, 21)})}; }},
+    {"cross_entropy_kdim", {N({2, 4, 3, 2})}, [](V x) { return Outs{F::cross_entropy(x[0], labels(x, {1, 0, 3, -100, 2, 2, 0, 3, -100, 1, 3, 0}, {2, 3, 2}), {.label_smoothing = 0.1})}; }},
+    {"cross_entropy_kdim_weight_none", {N({2, 4, 3, 2})}, [](V x) { return Outs{F::cross_entropy(x[0], labels(x, {1, 0, 3, -100, 2, 2, 0, 3, -100, 1, 3, 0}, {2, 3, 2}), {.reduction = R::none, .weight = constant(x, {4}, Domain::positive, 23)})}; }},
+    {"nll_loss_weight_kdim", {N({2, 4, 3})}, [](V x) { return Outs{F::nll_loss(log_softmax(x[0], 1), labels(x, {1, 0, 3, 2, -100, 1}, {2, 3}), {.weight = constant(x, {4}, Domain::positive, 23)})}; }},
+    {"bce_with_logits_weight_pos_weight", {N({3, 4})}, [](V x) { return Outs{F::binary_cross_entropy_with_logits(x[0] * 10.0, uniform_constant(x, {3, 4}, 13), {.weight = constant(x, {3, 1}, Domain::positive, 24), .pos_weight = constant(x, {4}, Domain::positive, 25)})}; }},
     // layers built from tensor ops
     {"linear", {N({4, 7}), N({5, 7}), N({5})}, [](V x) { return Outs{F::linear(x[0], x[1], x[2])}; }},
     // dropout: the same seed gives the same mask on both devices (Philox), so outputs and gradients are exact
@@ -269,6 +284,7 @@ const std::vector<NnCase>& nn_table() {
     {"dropout_larger", {N({64, 1000})}, [](V x) { Generator g(43); return Outs{F::dropout(x[0], 0.5, true, &g)}; }, Kind::exact, Kind::exact},
     // embedding: the backward scatter-adds rows (atomics on the GPU: the order of the additions varies)
     {"embedding", {N({10, 4})}, [](V x) { return Outs{F::embedding(labels(x, {1, 3, 3, 0, 9, 1}, {2, 3}), x[0])}; }, Kind::exact},
+    {"embedding_padding_idx", {N({10, 4})}, [](V x) { return Outs{F::embedding(labels(x, {1, 3, 3, 0, 9, 1}, {2, 3}), x[0], {.padding_idx = 3})}; }, Kind::exact},
   };
   return table;
 }

@@ -20,6 +20,7 @@
 #include "autograd/gradcheck.h"
 #include "core/safetensors.h"
 #include "nn/functional.h"
+#include "nn/layers.h"
 
 using namespace ember;
 namespace F = ember::nn::functional;
@@ -65,6 +66,32 @@ void check_case(const std::string& name, const std::vector<std::string>& names, 
   EXPECT_TRUE(result.ok) << result.message;
 }
 
+// The same case in f32: PyTorch's f32 results (NAME_f32), within f32 accuracy; no gradcheck (f64 does it).
+void check_case_f32(const std::string& name, const std::vector<std::string>& names, const Op& op) {
+  SCOPED_TRACE(name);
+  std::map<std::string, Tensor> in;
+  for (const auto& n : names) {
+    Tensor t = get(name + "." + n).clone();
+    ASSERT_EQ(t.dtype(), DType::f32) << n;
+    in[n] = t.requires_grad_();
+  }
+  const Tensor y = op(in);
+  ASSERT_EQ(y.dtype(), DType::f32);
+  expect_close(y.to(DType::f64), get(name + ".y").to(DType::f64), name + " forward", 2e-5);
+  sum(y * get(name + ".r")).backward();
+  for (const auto& n : names)
+    expect_close(in[n].grad().to(DType::f64), get(name + ".g" + n).to(DType::f64), name + " grad of " + n, 2e-5);
+}
+
+// A case written by case_both in tools/make_nn_golden.py: NAME in f64 (with gradcheck) and NAME_f32. The op
+// gets the case's name to read its constants (targets, weights) in the case's dtype: get(name + ".w").
+using NamedOp = std::function<Tensor(const std::map<std::string, Tensor>&, const std::string&)>;
+void check_both(const std::string& name, const std::vector<std::string>& names, const NamedOp& op,
+                bool grad_check = true) {
+  check_case(name, names, [&](auto& m) { return op(m, name); }, grad_check);
+  check_case_f32(name + "_f32", names, [&](auto& m) { return op(m, name + "_f32"); });
+}
+
 F::Conv2dOptions conv(int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw, int64_t groups) {
   F::Conv2dOptions o;
   o.stride[0] = sh, o.stride[1] = sw, o.padding[0] = ph, o.padding[1] = pw, o.dilation[0] = dh, o.dilation[1] = dw;
@@ -102,7 +129,7 @@ TEST(NnFunctional, Pooling) {
   check_case("maxpool", {"x"}, [](auto& m) { return F::max_pool2d(m.at("x"), pool(3, 2, 1)); });
   check_case("avgpool", {"x"}, [](auto& m) { return F::avg_pool2d(m.at("x"), pool(3, 2, 1)); });
   check_case("avgpool_nopad", {"x"}, [](auto& m) { return F::avg_pool2d(m.at("x"), pool(3, 2, 1, false)); });
-  check_case("adaptive", {"x"}, [](auto& m) { return F::adaptive_avg_pool2d(m.at("x"), 1, 1); });
+  check_case("adaptive", {"x"}, [](auto& m) { return F::adaptive_avg_pool2d(m.at("x"), 1); });
 }
 
 // ceil_mode: PyTorch's output sizes (a last window past the padding, clipped; one that would start in the
@@ -192,7 +219,7 @@ TEST(NnFunctional, OtherLosses) {
   const Tensor t = get("ce.t");
   check_case("nll", {"x"}, [&](auto& m) { return F::nll_loss(log_softmax(m.at("x"), 1), t); });
   check_case("mse", {"x", "t"}, [](auto& m) { return F::mse_loss(m.at("x"), m.at("t")); });
-  check_case("l1", {"x", "t"}, [](auto& m) { return F::l1_loss(m.at("x"), m.at("t"), F::Reduction::sum); });
+  check_case("l1", {"x", "t"}, [](auto& m) { return F::l1_loss(m.at("x"), m.at("t"), {.reduction = F::Reduction::sum}); });
   check_case("bce", {"x", "t"}, [](auto& m) { return F::binary_cross_entropy_with_logits(m.at("x"), m.at("t")); });
 }
 
@@ -242,7 +269,8 @@ TEST(NnFunctional, ErrorMessages) {
   EXPECT_TRUE(test::throws_error([&] { F::layer_norm(x, {4}); }, {"layer_norm", "[4]", "[2, 3, 5, 5]"}));
   EXPECT_TRUE(test::throws_error([&] { F::linear(zeros({2, 3}), zeros({4, 5})); }, {"linear", "in_features 5"}));
   EXPECT_TRUE(test::throws_error([&] { F::dropout(x, 1.5, true); }, {"dropout", "[0, 1]"}));
-  EXPECT_TRUE(test::throws_error([&] { F::embedding(from_vector<int64_t>({7}), zeros({4, 2})); }, {"index 7", "out of range"}));
+  EXPECT_TRUE(test::throws_error([&] { F::embedding(from_vector<int64_t>({7}), zeros({4, 2})); },
+                                 {"embedding", "index 7", "position [0]", "out of range", "vocabulary of 4"}));
 }
 
 // Rows with a non-finite max give NaN throughout, as PyTorch 1.13 (softmax, log_softmax and cross entropy
@@ -293,10 +321,14 @@ TEST(NnFunctional, WindowLargerThanThePaddedInputIsRefused) {
                                   "output [0, 0]"}));
   EXPECT_EQ(F::conv2d(xc, w, {}, conv(2, 2, 1, 1, 3, 3, 1)).shape(), Shape({1, 4, 1, 1}));  // 5 + 2 - 7 = 0: fits
   // adaptive pooling: an empty spatial dim, an output larger than the input
-  EXPECT_TRUE(test::throws_error([&] { F::adaptive_avg_pool2d(zeros({1, 2, 0, 4})); },
+  EXPECT_TRUE(test::throws_error([&] { F::adaptive_avg_pool2d(zeros({1, 2, 0, 4}), 1); },
                                  {"adaptive_avg_pool2d", "[1, 2, 0, 4]", "empty spatial dim"}));
-  EXPECT_TRUE(test::throws_error([&] { F::adaptive_avg_pool2d(zeros({1, 2, 3, 3}), 4, 4); },
-                                 {"adaptive_avg_pool2d", "output [4, 4]", "[3, 3]"}));
+  EXPECT_TRUE(test::throws_error([&] { F::adaptive_max_pool2d(zeros({1, 2, 3, 0}), 2); },
+                                 {"adaptive_max_pool2d", "[1, 2, 3, 0]", "empty spatial dim"}));
+  EXPECT_TRUE(test::throws_error([&] { F::adaptive_avg_pool2d(zeros({1, 2, 3, 3}), 0, 2); },
+                                 {"adaptive_avg_pool2d", "output size [0, 2]", "positive"}));
+  // an output larger than the input is PyTorch's too (windows of one element, repeated)
+  EXPECT_EQ(F::adaptive_avg_pool2d(zeros({1, 2, 3, 3}), 4).shape(), Shape({1, 2, 4, 4}));
 }
 
 // f32 softmax, log_softmax and cross entropy against PyTorch's f32 results (tests/f32_softmax_goldens.h)
@@ -367,4 +399,164 @@ TEST(NnFunctional, MaxPool2x2FastPathMatchesReference) {
         expected_grad[best] += 1.0f;
       }
   EXPECT_EQ(grad, expected_grad);
+}
+
+namespace {
+Tensor at(const std::string& case_name, const char* key) { return get(case_name + "." + key); }
+}  // namespace
+
+// --- PyTorch parity round 2: losses with options structs, adaptive pooling, embedding padding_idx -------
+
+TEST(NnFunctional, CrossEntropyWithClassWeights) {
+  check_both("ce_w", {"x"}, [](auto& m, const std::string& n) {
+    return F::cross_entropy(m.at("x"), at(n, "t"), {.weight = at(n, "w")});
+  });
+  check_both("ce_w_smooth_ignore", {"x"}, [](auto& m, const std::string& n) {
+    return F::cross_entropy(m.at("x"), at(n, "t"), {.label_smoothing = 0.2, .weight = at(n, "w")});
+  });
+  check_both("ce_w_sum", {"x"}, [](auto& m, const std::string& n) {
+    return F::cross_entropy(m.at("x"), at(n, "t"),
+                            {.ignore_index = 2, .label_smoothing = 0.1, .reduction = F::Reduction::sum, .weight = at(n, "w")});
+  });
+  check_both("ce_w_none", {"x"}, [](auto& m, const std::string& n) {
+    return F::cross_entropy(m.at("x"), at(n, "t"),
+                            {.label_smoothing = 0.3, .reduction = F::Reduction::none, .weight = at(n, "w")});
+  });
+  check_both("ce_unbatched_w", {"x"}, [](auto& m, const std::string& n) {
+    return F::cross_entropy(m.at("x"), at(n, "t"), {.label_smoothing = 0.1, .weight = at(n, "w")});
+  });
+  // Weight 1 everywhere gives the fused path's values (mean over the non-ignored targets)
+  const Tensor x = get("ce_w_smooth_ignore.x"), t = get("ce_w_smooth_ignore.t");
+  expect_close(F::cross_entropy(x, t, {.label_smoothing = 0.2, .weight = ones({5}, {.dtype = DType::f64})}),
+               F::cross_entropy(x, t, {.label_smoothing = 0.2}), "unit weight");
+}
+
+TEST(NnFunctional, CrossEntropyWithProbabilityTargets) {
+  check_both("ce_prob", {"x", "t"}, [](auto& m, const std::string&) { return F::cross_entropy(m.at("x"), m.at("t")); });
+  check_both("ce_prob_smooth_w", {"x", "t"}, [](auto& m, const std::string& n) {
+    return F::cross_entropy(m.at("x"), m.at("t"),
+                            {.label_smoothing = 0.2, .reduction = F::Reduction::none, .weight = at(n, "w")});
+  });
+  check_both("ce_prob_kdim_sum", {"x", "t"}, [](auto& m, const std::string&) {
+    return F::cross_entropy(m.at("x"), m.at("t"), {.label_smoothing = 0.1, .reduction = F::Reduction::sum});
+  });
+}
+
+TEST(NnFunctional, CrossEntropyAndNllKDimensional) {
+  check_both("ce_kdim_w", {"x"}, [](auto& m, const std::string& n) {
+    return F::cross_entropy(m.at("x"), at(n, "t"), {.weight = at(n, "w")});
+  });
+  check_both("ce_kdim_none", {"x"}, [](auto& m, const std::string& n) {
+    return F::cross_entropy(m.at("x"), at(n, "t"), {.label_smoothing = 0.1, .reduction = F::Reduction::none});
+  });
+  check_both("ce_kdim_mean", {"x"}, [](auto& m, const std::string& n) {
+    return F::cross_entropy(m.at("x"), at(n, "t"), {.label_smoothing = 0.2});
+  });
+  check_both("nll_w", {"x"}, [](auto& m, const std::string& n) {
+    return F::nll_loss(log_softmax(m.at("x"), 1), at(n, "t"), {.weight = at(n, "w")});
+  });
+  check_both("nll_kdim_w_none", {"x"}, [](auto& m, const std::string& n) {
+    return F::nll_loss(log_softmax(m.at("x"), 1), at(n, "t"), {.reduction = F::Reduction::none, .weight = at(n, "w")});
+  });
+}
+
+TEST(NnFunctional, BceWithLogitsWeightsAndOtherLossOptions) {
+  check_both("bce_w_pos", {"x", "t"}, [](auto& m, const std::string& n) {
+    return F::binary_cross_entropy_with_logits(m.at("x"), m.at("t"), {.weight = at(n, "w"), .pos_weight = at(n, "p")});
+  });
+  check_both("bce_pos_none", {"x", "t"}, [](auto& m, const std::string& n) {
+    return F::binary_cross_entropy_with_logits(m.at("x"), m.at("t"),
+                                               {.reduction = F::Reduction::none, .pos_weight = at(n, "p")});
+  });
+  check_both("bce_w_sum", {"x", "t"}, [](auto& m, const std::string& n) {
+    return F::binary_cross_entropy_with_logits(m.at("x"), m.at("t"), {.reduction = F::Reduction::sum, .weight = at(n, "w")});
+  });
+  check_both("mse_sum", {"x", "t"}, [](auto& m, const std::string&) {
+    return F::mse_loss(m.at("x"), m.at("t"), {.reduction = F::Reduction::sum});
+  });
+  check_both("l1_none", {"x", "t"}, [](auto& m, const std::string&) {
+    return F::l1_loss(m.at("x"), m.at("t"), {.reduction = F::Reduction::none});
+  });
+  // stable at |logits| ~ 1e4 in f32: finite, and the saturated side's loss is |x| (or 0)
+  const Tensor big = from_vector<float>({1e4f, -1e4f}), y = from_vector<float>({0.0f, 0.0f});
+  const auto l = F::binary_cross_entropy_with_logits(big, y, {.reduction = F::Reduction::none,
+                                                             .pos_weight = from_vector<float>({2.0f})})
+                     .to_vector<float>();
+  EXPECT_EQ(l, (std::vector<float>{1e4f, 0.0f}));
+}
+
+TEST(NnFunctional, AdaptivePoolingToAnySize) {
+  check_both("adaptive_avg_7", {"x"}, [](auto& m, const std::string&) { return F::adaptive_avg_pool2d(m.at("x"), 7); });
+  check_both("adaptive_avg_3x4", {"x"}, [](auto& m, const std::string&) { return F::adaptive_avg_pool2d(m.at("x"), 3, 4); });
+  check_both("adaptive_avg_up", {"x"}, [](auto& m, const std::string&) { return F::adaptive_avg_pool2d(m.at("x"), 4, 5); });
+  check_both("adaptive_max_7", {"x"}, [](auto& m, const std::string&) { return F::adaptive_max_pool2d(m.at("x"), 7); });
+  check_both("adaptive_max_3x4", {"x"}, [](auto& m, const std::string&) { return F::adaptive_max_pool2d(m.at("x"), 3, 4); });
+  check_both("adaptive_max_up", {"x"}, [](auto& m, const std::string&) { return F::adaptive_max_pool2d(m.at("x"), 4, 5); });
+  const auto [y, idx] = F::adaptive_max_pool2d_with_indices(get("adaptive_max_3x4.x"), 3, 4);
+  EXPECT_EQ(idx.to_vector<int64_t>(), get("adaptive_max_3x4.idx").to_vector<int64_t>());
+  // unbatched [C, H, W]
+  expect_close(F::adaptive_avg_pool2d(get("adaptive_avg_7.x").select(0, 1), 7), get("adaptive_avg_7.y").select(0, 1),
+               "unbatched");
+  // layers: one size means out×out
+  EXPECT_EQ(nn::AdaptiveAvgPool2d(7).forward(zeros({2, 3, 10, 9})).shape(), Shape({2, 3, 7, 7}));
+  EXPECT_EQ(nn::AdaptiveMaxPool2d(2, 3).forward(zeros({2, 3, 10, 9})).shape(), Shape({2, 3, 2, 3}));
+  EXPECT_EQ(nn::AdaptiveMaxPool2d(2, 3).describe(), "AdaptiveMaxPool2d(output_size=[2, 3])");
+}
+
+// No gradcheck here: the padding row's zero gradient is PyTorch's rule, not the derivative (the output does
+// depend on that row), so finite differences disagree by design; the gradients are PyTorch's.
+TEST(NnFunctional, EmbeddingPaddingIdx) {
+  check_both("embedding_pad", {"w"}, [](auto& m, const std::string& n) {
+    return F::embedding(at(n, "i"), m.at("w"), {.padding_idx = 1});
+  }, false);
+  check_both("embedding_pad_neg", {"w"}, [](auto& m, const std::string& n) {
+    return F::embedding(at(n, "i"), m.at("w"), {.padding_idx = -1});
+  }, false);
+  // the layer starts that row at zero, normalises a negative padding_idx, and its gradient stays zero
+  Generator gen(3);
+  nn::Embedding emb(5, 3, {.padding_idx = -2}, &gen);
+  ASSERT_TRUE(emb.padding_idx.has_value());
+  EXPECT_EQ(*emb.padding_idx, 3);
+  EXPECT_EQ(emb.weight.select(0, 3).to_vector<float>(), std::vector<float>(3, 0.0f));
+  EXPECT_NE(emb.weight.select(0, 2).to_vector<float>(), std::vector<float>(3, 0.0f));
+  sum(emb.forward(from_vector<int64_t>({3, 2, 3}))).backward();
+  EXPECT_EQ(emb.weight.grad().select(0, 3).to_vector<float>(), std::vector<float>(3, 0.0f));
+  EXPECT_EQ(emb.weight.grad().select(0, 2).to_vector<float>(), std::vector<float>(3, 1.0f));
+  EXPECT_TRUE(test::throws_error([] { nn::Embedding(4, 2, {.padding_idx = 4}); }, {"Embedding", "padding_idx 4", "[-4, 4)"}));
+  nn::Embedding first(4, 2, {.padding_idx = 0});
+  EXPECT_EQ(first.padding_idx, std::optional<int64_t>(0));
+  EXPECT_EQ(first.weight.select(0, 0).to_vector<float>(), std::vector<float>(2, 0.0f));
+  EXPECT_TRUE(test::throws_error([] { F::embedding(from_vector<int64_t>({0}), zeros({4, 2}), {.padding_idx = -5}); },
+                                 {"embedding", "padding_idx -5"}));
+  // out of range: names embedding, the index, its position and the vocabulary size (not gather/index_select)
+  EXPECT_TRUE(test::throws_error([] { F::embedding(from_vector<int64_t>({0, 1, 2, -1, 5, 1}, {2, 3}), zeros({4, 2})); },
+                                 {"embedding: index -1 at position [1, 0]", "indices [2, 3]", "vocabulary of 4",
+                                  "0 to 3"}));
+}
+
+TEST(NnFunctional, LossShapeErrorsNameTheLossAndShapes) {
+  const Tensor x = zeros({4, 3});
+  EXPECT_TRUE(test::throws_error([&] { F::cross_entropy(x, from_vector<int64_t>({0, 1, 2, 0}), {.weight = ones({4})}); },
+                                 {"cross_entropy", "weight must be [C] = [3]", "[4, 3]", "got shape [4]"}));
+  EXPECT_TRUE(test::throws_error([&] { F::cross_entropy(zeros({2, 3, 4}), zeros({2, 3}, {.dtype = DType::i64})); },
+                                 {"cross_entropy", "target shape [2, 3]", "input [2, 3, 4]", "expected [2, 4]"}));
+  EXPECT_TRUE(test::throws_error([&] { F::cross_entropy(x, zeros({4, 2})); },
+                                 {"cross_entropy", "probability targets", "[4, 3]", "[4, 2]"}));
+  EXPECT_TRUE(test::throws_error([&] { F::cross_entropy(zeros({3}), zeros({1}, {.dtype = DType::i64})); },
+                                 {"cross_entropy", "unbatched input [3]", "0-d target"}));
+  EXPECT_TRUE(test::throws_error(
+                  [&] { F::cross_entropy(x, from_vector<int64_t>({0, 1, 5, 0}), {.weight = ones({3})}); },
+                  {"cross_entropy", "target 5", "sample 2", "[0, 3)"}));
+  EXPECT_TRUE(test::throws_error([&] { F::nll_loss(x, from_vector<int64_t>({0, 1, 2, 0}), {.weight = ones({2})}); },
+                                 {"nll_loss", "weight must be [C] = [3]"}));
+  EXPECT_TRUE(test::throws_error([&] { F::nll_loss(x, from_vector<int64_t>({0, 3, 2, 0})); },
+                                 {"nll_loss", "target 3", "sample 1", "[0, 3)"}));
+  EXPECT_TRUE(test::throws_error([&] { F::binary_cross_entropy_with_logits(x, x, {.pos_weight = ones({4})}); },
+                                 {"binary_cross_entropy_with_logits", "pos_weight of shape [4]", "[4, 3]", "[C]"}));
+  EXPECT_TRUE(test::throws_error([&] { F::binary_cross_entropy_with_logits(x, x, {.weight = ones({2, 4, 3})}); },
+                                 {"binary_cross_entropy_with_logits", "weight of shape [2, 4, 3]", "[4, 3]"}));
+  EXPECT_TRUE(test::throws_error([&] { F::binary_cross_entropy_with_logits(x, zeros({3, 4})); },
+                                 {"binary_cross_entropy_with_logits", "[4, 3]", "[3, 4]"}));
+  EXPECT_TRUE(test::throws_error([&] { F::mse_loss(x, zeros({3})); }, {"mse_loss", "[4, 3]", "[3]"}));
+  EXPECT_TRUE(test::throws_error([&] { F::l1_loss(x, zeros({3})); }, {"l1_loss", "[4, 3]", "[3]"}));
 }

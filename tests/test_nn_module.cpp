@@ -153,7 +153,7 @@ TEST(Layers, PyTorchDefaultInitialisation) {
 TEST(Layers, ShapesModesAndErrors) {
   auto model = std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
       std::make_shared<nn::Conv2d>(1, 4, 3, 1, 1), std::make_shared<nn::BatchNorm2d>(4), std::make_shared<nn::ReLU>(),
-      std::make_shared<nn::MaxPool2d>(2), std::make_shared<nn::Dropout>(0.5), std::make_shared<nn::AdaptiveAvgPool2d>(),
+      std::make_shared<nn::MaxPool2d>(2), std::make_shared<nn::Dropout>(0.5), std::make_shared<nn::AdaptiveAvgPool2d>(1),
       std::make_shared<nn::Flatten>(), std::make_shared<nn::Linear>(4, 3), std::make_shared<nn::Softmax>(1)});
   const Tensor y = model->forward(randn({2, 1, 8, 8}));
   EXPECT_EQ(y.shape(), Shape({2, 3}));

@@ -55,6 +55,12 @@ TEST(Registry, MlpOnFlatInputAndEveryType) {
   EXPECT_EQ(mlp->forward(randn({2, 1, 4, 4})).shape(), Shape({2, 3}));
   auto pools = nn::build_sequential({spec("avg_pool2d", {{"kernel_size", int64_t{2}}}), spec("adaptive_avg_pool2d")}, {3, 8, 8});
   EXPECT_EQ(pools->forward(randn({2, 3, 8, 8})).shape(), Shape({2, 3, 1, 1}));
+  // adaptive pooling to any size: one int is out×out (PyTorch's AdaptiveAvgPool2d(7)), a list is [h, w]
+  auto adaptive = nn::build_sequential({spec("adaptive_avg_pool2d", {{"output_size", int64_t{7}}}),
+                                        spec("adaptive_max_pool2d", {{"output_size", std::vector<int64_t>{2, 3}}})},
+                                       {3, 10, 9});
+  EXPECT_EQ(adaptive->forward(randn({2, 3, 10, 9})).shape(), Shape({2, 3, 2, 3}));
+  EXPECT_EQ((*adaptive)[0]->describe(), "AdaptiveAvgPool2d(output_size=[7, 7])");
   auto acts = nn::build_sequential({spec("silu"), spec("leaky_relu", {{"negative_slope", 0.2}}), spec("elu"),
                                    spec("softplus", {{"beta", 2.0}, {"threshold", int64_t{10}}}),
                                    spec("hardtanh", {{"min_val", -0.5}, {"max_val", 0.5}}),
@@ -63,7 +69,7 @@ TEST(Registry, MlpOnFlatInputAndEveryType) {
   const Tensor x = from_vector<float>({-2, -0.1f, 0.3f, 3}, {1, 4});
   const Tensor y = gelu(hardtanh(softplus(elu(leaky_relu(silu(x), 0.2)), 2.0, 10.0), -0.5, 0.5), "tanh");
   EXPECT_EQ(acts->forward(x).to_vector<float>(), y.to_vector<float>());
-  EXPECT_EQ(nn::layer_types().size(), 19u);
+  EXPECT_EQ(nn::layer_types().size(), 20u);
   EXPECT_EQ(nn::layer_keys("linear"), (std::vector<std::string>{"out_features", "bias"}));
 }
 
@@ -111,7 +117,8 @@ TEST(Registry, Errors) {
                {"(conv2d)", "output size is too small", "dilation [3, 3]", "effective [7, 7]"}, {1, 6, 6});
   expect_error({spec("max_pool2d", {{"kernel_size", int64_t{2}}, {"padding", int64_t{2}}})},
                {"(max_pool2d)", "at most half the kernel [2, 2]"}, {1, 6, 6});
-  expect_error({spec("adaptive_avg_pool2d", {{"output_size", int64_t{4}}})},
-               {"(adaptive_avg_pool2d)", "must divide the input's spatial size [3, 3]"}, {1, 3, 3});
+  expect_error({spec("adaptive_avg_pool2d", {{"output_size", int64_t{0}}})},
+               {"(adaptive_avg_pool2d)", "output size [0, 0] must be positive"}, {1, 3, 3});
+  expect_error({spec("adaptive_max_pool2d")}, {"(adaptive_max_pool2d)", "output_size"}, {1, 3, 3});
   expect_error({spec("dropout", {{"p", 1.5}})}, {"'p' must be in [0, 1)"});
 }

@@ -3,6 +3,8 @@
 // window helpers, so these tests are the GPU's index math tested where no GPU is.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <random>
 #include <vector>
 
@@ -101,12 +103,44 @@ TEST(Strided, PoolOutputsCoveringAnInputAreThoseWhoseWindowHoldsIt) {
             int64_t lo, hi;
             nn_math::pool_outputs_covering(i, k, stride, pad, OH, lo, hi);
             for (int64_t o = 0; o < OH; ++o) {
-              const nn_math::PoolWindow w = nn_math::pool_window(p, H, 1, o, 0);
+              const nn_math::PoolWindow w = nn_math::pool_window(p, H, 1, OH, 1, o, 0);
               EXPECT_EQ(o >= lo && o < hi, i >= w.h0 && i < w.h1) << "k " << k << " stride " << stride << " pad " << pad
                                                                   << " H " << H << " input " << i << " output " << o;
               ++checked;
             }
           }
         }
+  EXPECT_GT(checked, 500);
+}
+
+// Adaptive pooling: the windows are PyTorch's [⌊i·H/OH⌋, ⌈(i+1)·H/OH⌉) (cover every input, first starts at
+// 0, last ends at H), and adaptive_outputs_covering(i) lists exactly the outputs whose window holds input i.
+TEST(Strided, AdaptivePoolWindowsAndTheOutputsCoveringAnInput) {
+  Pool2dParams p;
+  p.adaptive = true;
+  int checked = 0;
+  for (int64_t H = 1; H <= 12; ++H)
+    for (int64_t OH = 1; OH <= 12; ++OH) {
+      for (int64_t o = 0; o < OH; ++o) {
+        const nn_math::PoolWindow w = nn_math::pool_window(p, H, 1, OH, 1, o, 0);
+        // the rule in floating point, as PyTorch writes it (floor and ceil of o·H/OH, (o+1)·H/OH)
+        EXPECT_EQ(w.h0, static_cast<int64_t>(std::floor(static_cast<double>(o * H) / static_cast<double>(OH))));
+        EXPECT_EQ(w.h1, static_cast<int64_t>(std::ceil(static_cast<double>((o + 1) * H) / static_cast<double>(OH))));
+        EXPECT_LT(w.h0, w.h1) << "H " << H << " OH " << OH << " output " << o;
+        EXPECT_EQ(w.divisor, w.h1 - w.h0);
+      }
+      EXPECT_EQ(nn_math::pool_window(p, H, 1, OH, 1, 0, 0).h0, 0);
+      EXPECT_EQ(nn_math::pool_window(p, H, 1, OH, 1, OH - 1, 0).h1, H);
+      for (int64_t i = 0; i < H; ++i) {
+        int64_t lo, hi;
+        nn_math::adaptive_outputs_covering(i, H, OH, lo, hi);
+        for (int64_t o = 0; o < OH; ++o) {
+          const nn_math::PoolWindow w = nn_math::pool_window(p, H, 1, OH, 1, o, 0);
+          EXPECT_EQ(o >= lo && o < hi, i >= w.h0 && i < w.h1) << "H " << H << " OH " << OH << " input " << i
+                                                              << " output " << o;
+          ++checked;
+        }
+      }
+    }
   EXPECT_GT(checked, 500);
 }

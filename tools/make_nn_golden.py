@@ -125,6 +125,79 @@ case("maxpool_ceil_rule", lambda x: F.max_pool2d(x, 2, stride=2, padding=1, ceil
 case("avgpool_ceil_rule", lambda x: F.avg_pool2d(x, 2, stride=2, padding=1, ceil_mode=True), x=torch.randn(1, 2, 3, 5))
 case("maxpool2x2_ceil", lambda x: F.max_pool2d(x, 2, ceil_mode=True), x=torch.randn(2, 3, 5, 7))
 
+
+# --- PyTorch parity round 2 (after the cases above: they keep their random draws) ---------------------------
+# Each case_both case is stored twice: NAME in f64 and NAME_f32 computed by PyTorch in f32. `consts` are
+# inputs without gradient (targets, class weights, pos_weight, indices), stored as NAME.KEY (floating ones in
+# the case's dtype); the C++ test reads them from there.
+def case_both(name, fn, consts=None, **inputs):
+    consts = consts or {}
+    for suffix, dtype, run in (("", torch.float64, case), ("_f32", torch.float32, case32)):
+        c = {k: (v.to(dtype) if v.is_floating_point() else v) for k, v in consts.items()}
+        for k, v in c.items():
+            out[f"{name}{suffix}.{k}"] = v.clone().contiguous()
+        run(name + suffix, lambda c=c, **kw: fn(**kw, **c), **inputs)
+
+
+# cross entropy: class weights (mean divides by the summed weights of the non-ignored targets), with label
+# smoothing and ignore_index; probability targets (with smoothing and weight); K-dim inputs [N, C, d1, d2];
+# an unbatched [C] input with a 0-d target.
+cw = torch.rand(5) + 0.25
+t_ign = torch.tensor([1, -100, 4, 2, -100, 3])
+case_both("ce_w", lambda x, t, w: F.cross_entropy(x, t, weight=w), consts={"t": t, "w": cw}, x=torch.randn(6, 5) * 2)
+case_both("ce_w_smooth_ignore", lambda x, t, w: F.cross_entropy(x, t, weight=w, label_smoothing=0.2),
+          consts={"t": t_ign, "w": cw}, x=torch.randn(6, 5))
+case_both("ce_w_sum", lambda x, t, w: F.cross_entropy(x, t, weight=w, reduction="sum", ignore_index=2, label_smoothing=0.1),
+          consts={"t": torch.tensor([1, 2, 4, 2, 0, 3]), "w": cw}, x=torch.randn(6, 5))
+case_both("ce_w_none", lambda x, t, w: F.cross_entropy(x, t, weight=w, reduction="none", label_smoothing=0.3),
+          consts={"t": t_ign, "w": cw}, x=torch.randn(6, 5))
+case_both("ce_prob", lambda x, t: F.cross_entropy(x, t), x=torch.randn(6, 5) * 2, t=torch.softmax(torch.randn(6, 5), 1))
+case_both("ce_prob_smooth_w", lambda x, t, w: F.cross_entropy(x, t, weight=w, label_smoothing=0.2, reduction="none"),
+          consts={"w": cw}, x=torch.randn(6, 5), t=torch.softmax(torch.randn(6, 5), 1))
+case_both("ce_prob_kdim_sum", lambda x, t: F.cross_entropy(x, t, reduction="sum", label_smoothing=0.1),
+          x=torch.randn(2, 5, 3), t=torch.softmax(torch.randn(2, 5, 3), 1))
+t_k = torch.tensor([[[1, 0], [3, -100], [2, 2]], [[0, 3], [-100, 1], [3, 0]]])  # [2, 3, 2], classes 4
+case_both("ce_kdim_w", lambda x, t, w: F.cross_entropy(x, t, weight=w), consts={"t": t_k, "w": torch.rand(4) + 0.25},
+          x=torch.randn(2, 4, 3, 2))
+case_both("ce_kdim_none", lambda x, t: F.cross_entropy(x, t, reduction="none", label_smoothing=0.1), consts={"t": t_k},
+          x=torch.randn(2, 4, 3, 2))
+case_both("ce_kdim_mean", lambda x, t: F.cross_entropy(x, t, label_smoothing=0.2), consts={"t": t_k},
+          x=torch.randn(2, 4, 3, 2))
+case_both("ce_unbatched_w", lambda x, t, w: F.cross_entropy(x, t, weight=w, label_smoothing=0.1),
+          consts={"t": torch.tensor(3), "w": cw}, x=torch.randn(5))
+# nll_loss with weight (and K-dim)
+case_both("nll_w", lambda x, t, w: F.nll_loss(F.log_softmax(x, 1), t, weight=w), consts={"t": t_ign, "w": cw},
+          x=torch.randn(6, 5))
+case_both("nll_kdim_w_none", lambda x, t, w: F.nll_loss(F.log_softmax(x, 1), t, weight=w, reduction="none"),
+          consts={"t": t_k, "w": torch.rand(4) + 0.25}, x=torch.randn(2, 4, 3, 2))
+# binary cross entropy with logits: weight (broadcast [3, 1]), pos_weight [4] (the last dim), logits up
+# to ±40 (stability); gradients for logits and target
+x_bce = torch.randn(3, 4) * 4
+x_bce[0, 0], x_bce[1, 2], x_bce[2, 3] = 40.0, -40.0, 25.0
+case_both("bce_w_pos", lambda x, t, w, p: F.binary_cross_entropy_with_logits(x, t, weight=w, pos_weight=p),
+          consts={"w": torch.rand(3, 1) + 0.5, "p": torch.rand(4) * 3}, x=x_bce, t=torch.rand(3, 4))
+case_both("bce_pos_none", lambda x, t, p: F.binary_cross_entropy_with_logits(x, t, pos_weight=p, reduction="none"),
+          consts={"p": torch.rand(4) * 3}, x=x_bce, t=torch.rand(3, 4))
+case_both("bce_w_sum", lambda x, t, w: F.binary_cross_entropy_with_logits(x, t, weight=w, reduction="sum"),
+          consts={"w": torch.rand(4) + 0.5}, x=x_bce, t=torch.rand(3, 4))
+case_both("mse_sum", lambda x, t: F.mse_loss(x, t, reduction="sum"), x=torch.randn(3, 4), t=torch.randn(3, 4))
+case_both("l1_none", lambda x, t: F.l1_loss(x, t, reduction="none"), x=torch.randn(3, 4), t=torch.randn(3, 4))
+# adaptive pooling to sizes that do not divide the input (overlapping windows of different sizes), one
+# int meaning out×out, and outputs larger than the input
+case_both("adaptive_avg_7", lambda x: F.adaptive_avg_pool2d(x, 7), x=torch.randn(2, 3, 10, 9))
+case_both("adaptive_avg_3x4", lambda x: F.adaptive_avg_pool2d(x, (3, 4)), x=torch.randn(2, 3, 5, 7))
+case_both("adaptive_avg_up", lambda x: F.adaptive_avg_pool2d(x, (4, 5)), x=torch.randn(1, 2, 3, 3))
+case_both("adaptive_max_7", lambda x: F.adaptive_max_pool2d(x, 7), x=torch.randn(2, 3, 10, 9))
+case_both("adaptive_max_3x4", lambda x: F.adaptive_max_pool2d(x, (3, 4)), x=torch.randn(2, 3, 5, 7))
+case_both("adaptive_max_up", lambda x: F.adaptive_max_pool2d(x, (4, 5)), x=torch.randn(1, 2, 3, 3))
+_, amax_idx = F.adaptive_max_pool2d(out["adaptive_max_3x4.x"], (3, 4), return_indices=True)
+out["adaptive_max_3x4.idx"] = amax_idx
+# embedding with padding_idx (1, and -1 meaning the last row): no gradient to that row
+e_pad = torch.tensor([[1, 3, 1], [0, 2, 1]])
+case_both("embedding_pad", lambda w, i: F.embedding(i, w, padding_idx=1), consts={"i": e_pad}, w=torch.randn(4, 3))
+case_both("embedding_pad_neg", lambda w, i: F.embedding(i, w, padding_idx=-1), consts={"i": torch.tensor([3, 0, 3, 2])},
+          w=torch.randn(4, 3))
+
 path = pathlib.Path(__file__).resolve().parent.parent / "tests" / "data" / "nn_golden.safetensors"
 save_file({k: v.clone().contiguous() for k, v in out.items()}, str(path), metadata={"torch": torch.__version__})
 print(f"wrote {path} ({len(out)} tensors)")

@@ -1,6 +1,6 @@
 // max/avg pool2d over NCHW, one (n, c) plane per task. The output size is the caller's (nn computes
 // OH = ⌊(H + 2·pad - kernel) / stride⌋ + 1, or ⌈⌉ in ceil_mode, whose last window may reach past the
-// padding: nn_math::pool_window clips it).
+// padding: nn_math::pool_window clips it; adaptive pooling takes any OH, OW and PyTorch's adaptive windows).
 #include <algorithm>
 
 #include "backends/cpu/cpu_backend.h"
@@ -49,7 +49,7 @@ void pool_forward(PoolOp op, const TensorArg& x, const TensorArg& y, int64_t* in
   const T* in = x.ptr<T>();
   T* out = y.ptr<T>();
   // (not in ceil_mode over an odd size: its last window is partial)
-  const bool fast_2x2 = op == PoolOp::max && p.kernel[0] == 2 && p.kernel[1] == 2 && p.stride[0] == 2 &&
+  const bool fast_2x2 = op == PoolOp::max && !p.adaptive && p.kernel[0] == 2 && p.kernel[1] == 2 && p.stride[0] == 2 &&
                         p.stride[1] == 2 && p.padding[0] == 0 && p.padding[1] == 0 && 2 * OH <= H && 2 * OW <= W;
   parallel_for(planes, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, H * W)), [&](int64_t begin, int64_t end) {
     for (int64_t pl = begin; pl < end; ++pl) {
@@ -60,7 +60,7 @@ void pool_forward(PoolOp op, const TensorArg& x, const TensorArg& y, int64_t* in
       }
       for (int64_t oh = 0; oh < OH; ++oh)
         for (int64_t ow = 0; ow < OW; ++ow) {
-          const Window win = window(p, H, W, oh, ow);
+          const Window win = window(p, H, W, OH, OW, oh, ow);
           const int64_t o = pl * OH * OW + oh * OW + ow;
           if (op == PoolOp::max) {
             int64_t best_i = win.h0 * W + win.w0;
@@ -99,7 +99,7 @@ void pool_backward(PoolOp op, const TensorArg& gy, const int64_t* indices, const
           if (op == PoolOp::max) {
             gp[indices[o]] += g[o];
           } else {
-            const Window win = window(p, H, W, oh, ow);
+            const Window win = window(p, H, W, OH, OW, oh, ow);
             const T share = g[o] / static_cast<T>(win.divisor);
             for (int64_t h = win.h0; h < win.h1; ++h)
               for (int64_t w = win.w0; w < win.w1; ++w) gp[h * W + w] += share;

@@ -22,7 +22,7 @@ struct MaxPoolForward {
   __device__ void operator()(int64_t o) const {
     const int64_t plane = o / (s.OH * s.OW), ohw = o - plane * s.OH * s.OW, oh = ohw / s.OW, ow = ohw - oh * s.OW;
     const T* xp = x + plane * s.H * s.W;
-    const nn_math::PoolWindow win = nn_math::pool_window(p, s.H, s.W, oh, ow);
+    const nn_math::PoolWindow win = nn_math::pool_window(p, s.H, s.W, s.OH, s.OW, oh, ow);
     int64_t best_i = win.h0 * s.W + win.w0;
     T best = xp[best_i];
     for (int64_t h = win.h0; h < win.h1; ++h)
@@ -44,7 +44,7 @@ struct AvgPoolForward {
   __device__ void operator()(int64_t o) const {
     const int64_t plane = o / (s.OH * s.OW), ohw = o - plane * s.OH * s.OW, oh = ohw / s.OW, ow = ohw - oh * s.OW;
     const T* xp = x + plane * s.H * s.W;
-    const nn_math::PoolWindow win = nn_math::pool_window(p, s.H, s.W, oh, ow);
+    const nn_math::PoolWindow win = nn_math::pool_window(p, s.H, s.W, s.OH, s.OW, oh, ow);
     T acc = 0;
     for (int64_t h = win.h0; h < win.h1; ++h)
       for (int64_t w = win.w0; w < win.w1; ++w) acc += xp[h * s.W + w];
@@ -64,8 +64,13 @@ struct PoolBackward {
   __device__ void operator()(int64_t i) const {
     const int64_t plane = i / (s.H * s.W), hw = i - plane * s.H * s.W, h = hw / s.W, w = hw - h * s.W;
     int64_t oh0, oh1, ow0, ow1;
-    nn_math::pool_outputs_covering(h, p.kernel[0], p.stride[0], p.padding[0], s.OH, oh0, oh1);
-    nn_math::pool_outputs_covering(w, p.kernel[1], p.stride[1], p.padding[1], s.OW, ow0, ow1);
+    if (p.adaptive) {
+      nn_math::adaptive_outputs_covering(h, s.H, s.OH, oh0, oh1);
+      nn_math::adaptive_outputs_covering(w, s.W, s.OW, ow0, ow1);
+    } else {
+      nn_math::pool_outputs_covering(h, p.kernel[0], p.stride[0], p.padding[0], s.OH, oh0, oh1);
+      nn_math::pool_outputs_covering(w, p.kernel[1], p.stride[1], p.padding[1], s.OW, ow0, ow1);
+    }
     const int64_t base = plane * s.OH * s.OW;
     T acc = 0;
     for (int64_t oh = oh0; oh < oh1; ++oh)
@@ -74,7 +79,7 @@ struct PoolBackward {
         if constexpr (kMax) {
           if (indices[o] == hw) acc += gy[o];
         } else {
-          const nn_math::PoolWindow win = nn_math::pool_window(p, s.H, s.W, oh, ow);
+          const nn_math::PoolWindow win = nn_math::pool_window(p, s.H, s.W, s.OH, s.OW, oh, ow);
           acc += gy[o] / static_cast<T>(win.divisor);
         }
       }
