@@ -8,7 +8,8 @@
 //     - {type: linear, out_features: 10}
 // Input sizes (in_features, in_channels, num_features) are inferred from the sample shape flowing through
 // the layers, so specs stay short. Unknown types and keys, wrong value types and shapes that do not
-// connect are errors naming the spec's location and listing the valid choices.
+// connect are errors naming the spec's location and listing the valid choices; giving an inferred size
+// (in_features: 784) is an error that says it is inferred.
 #include <cstdint>
 #include <memory>
 #include <string>

@@ -125,6 +125,17 @@ case("maxpool_ceil_rule", lambda x: F.max_pool2d(x, 2, stride=2, padding=1, ceil
 case("avgpool_ceil_rule", lambda x: F.avg_pool2d(x, 2, stride=2, padding=1, ceil_mode=True), x=torch.randn(1, 2, 3, 5))
 case("maxpool2x2_ceil", lambda x: F.max_pool2d(x, 2, ceil_mode=True), x=torch.randn(2, 3, 5, 7))
 
+# conv1d (appended: the cases above keep their random draws): plain with bias; strided + padded + dilated;
+# grouped without bias; and one computed by PyTorch in f32.
+case("conv1d_plain", lambda x, w, b: F.conv1d(x, w, b, padding=1), x=torch.randn(2, 3, 9), w=torch.randn(4, 3, 3),
+     b=torch.randn(4))
+case("conv1d_strided", lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=2, dilation=2), x=torch.randn(2, 2, 11),
+     w=torch.randn(3, 2, 3), b=torch.randn(3))
+case("conv1d_grouped", lambda x, w: F.conv1d(x, w, stride=3, padding=1, groups=2), x=torch.randn(2, 4, 10),
+     w=torch.randn(6, 2, 4))
+case32("f32_conv1d", lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=1), x=torch.randn(3, 5, 16),
+       w=torch.randn(8, 5, 5), b=torch.randn(8))
+
 path = pathlib.Path(__file__).resolve().parent.parent / "tests" / "data" / "nn_golden.safetensors"
 save_file({k: v.clone().contiguous() for k, v in out.items()}, str(path), metadata={"torch": torch.__version__})
 print(f"wrote {path} ({len(out)} tensors)")
