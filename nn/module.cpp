@@ -174,7 +174,7 @@ std::vector<std::string> Module::load_state_dict(const NamedTensors& state, bool
     if (!misshaped.empty()) msg << "; mis-shaped keys: " << join(misshaped);
     if (!wrong_dtype.empty()) msg << "; dtype mismatch: " << join(wrong_dtype);
     if (!missing.empty() || !unexpected.empty() || !misshaped.empty()) {
-      msg << ". Check that the checkpoint was saved from the same model configuration";
+      msg << ". Check that the state was saved from a model of the same layers and sizes";
       if (!strict && missing.empty() && unexpected.empty()) msg << " (non-strict loading still needs matching shapes)";
     }
     if (!wrong_dtype.empty()) {
