@@ -240,6 +240,14 @@ std::vector<std::string> layer_keys(const std::string& type) {
   return it == table().end() ? std::vector<std::string>{} : it->second.keys;
 }
 
+std::string inferred_key_message(const std::string& type, const std::string& key, const Shape* input) {
+  for (const InferredKey& k : kInferredKeys)
+    if (type == k.type && key == k.key)
+      return "'" + key + "' is not set by hand: input sizes are inferred from the previous layer (" + key + " = " +
+             k.from + (input != nullptr ? ", here " + input->str() : std::string()) + "); remove the key";
+  return {};
+}
+
 std::shared_ptr<Sequential> build_sequential(const std::vector<LayerSpec>& specs, const Shape& sample_shape,
                                              Generator* gen) {
   auto model = std::make_shared<Sequential>();
@@ -250,10 +258,8 @@ std::shared_ptr<Sequential> build_sequential(const std::vector<LayerSpec>& specs
                 did_you_mean(spec.type, layer_types()), "; valid types: ", join(layer_types()));
     const Entry& entry = it->second;
     for (const auto& [key, value] : spec.args) {
-      for (const InferredKey& k : kInferredKeys)
-        EMBER_CHECK(spec.type != k.type || key != k.key, spec.where, " (", spec.type, "): '", key,
-                    "' is not set by hand: input sizes are inferred from the previous layer (", key, " = ", k.from,
-                    ", here ", shape.str(), "); remove the key");
+      if (const std::string why = inferred_key_message(spec.type, key, &shape); !why.empty())
+        detail::throw_error(spec.where, " (", spec.type, "): ", why);
       EMBER_CHECK(std::find(entry.keys.begin(), entry.keys.end(), key) != entry.keys.end(), spec.where, " (",
                   spec.type, "): unknown key '", key, "'", did_you_mean(key, entry.keys), "; valid keys: ",
                   entry.keys.empty() ? std::string("none") : join(entry.keys));

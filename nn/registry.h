@@ -33,6 +33,11 @@ struct LayerSpec {
 std::vector<std::string> layer_types();
 std::vector<std::string> layer_keys(const std::string& type);
 
+// For a key that PyTorch's constructor takes but a spec does not because the registry infers it
+// (in_features of linear, in_channels of conv1d/conv2d, ...): the sentence saying so, naming the input
+// shape when given. Empty for any other key.
+std::string inferred_key_message(const std::string& type, const std::string& key, const Shape* input = nullptr);
+
 // Builds the layers in order. `sample_shape` is one example without the batch dim ({1, 28, 28} for
 // Fashion-MNIST images). Each layer is built for the shape the previous one produces, checked by running
 // it on a zero batch of one (in eval mode). Throws ember::Error on any bad spec.
