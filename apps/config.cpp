@@ -227,6 +227,9 @@ void read_model(Section& top, const std::string& key, TrainConfig& c) {
       const std::string name = kv.first.Scalar();
       if (name == "type") continue;
       if (std::find(keys.begin(), keys.end(), name) == keys.end()) {
+        // in_features, in_channels, ...: say that the registry infers them, not just "unknown key"
+        if (const std::string why = nn::inferred_key_message(spec.type, name); !why.empty())
+          throw ConfigError(spec.where + " (" + spec.type + "): " + why);
         keys.insert(keys.begin(), "type");
         layer.reject_unknown(keys);
       }

@@ -156,9 +156,14 @@ int main(int argc, char** argv) {
   return app::run_main([&] {
     if (batch_size > 0) sets.push_back("data.batch_size=" + std::to_string(batch_size));
     const app::TrainConfig cfg = app::load_config(config_path, sets, /*fashion_files=*/false);
-    if (device.empty()) device = cfg.device;
+    // A device from the config is reported as its key (file and line, or --set), not as --device.
+    const bool from_config = device.empty();
+    if (from_config) device = cfg.device;
+    const auto parse = [&](const std::string& text) {
+      return from_config ? app::config_device(cfg) : app::parse_device(text);
+    };
     if (find_max) {
-      const Device d = app::parse_device(device == "both" ? "cuda" : device);
+      const Device d = device == "both" ? app::parse_device("cuda") : parse(device);
       if (d.is_cpu())
         throw app::ConfigError("--find-max-batch needs a CUDA device: on the CPU, running out of memory ends the "
                                "process (the kernel's OOM killer) before Ember could report it");
@@ -179,7 +184,7 @@ int main(int argc, char** argv) {
         logger().warn("ember-bench: cuda skipped: {}", e.what());
       }
     } else {
-      devices.push_back(app::parse_device(device));
+      devices.push_back(parse(device));
       rows.push_back({devices.back().str(), std::nullopt, ""});
     }
     for (size_t i = 0; i < devices.size(); ++i) {

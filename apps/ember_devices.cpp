@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
     try {
       std::printf("  --device cuda: usable (%s)\n", Device::parse("cuda").str().c_str());
     } catch (const Error& e) {
-      std::printf("  --device cuda: not usable: %s\n", e.what());
+      std::printf("  --device cuda: not usable: %s (--device cpu works on every machine)\n", e.what());
     }
     std::printf("default device (--device auto): %s\n", Device::parse("auto").str().c_str());
     return 0;

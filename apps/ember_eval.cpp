@@ -50,8 +50,10 @@ int main(int argc, char** argv) {
 
   return app::run_main([&] {
     app::TrainConfig config = app::load_config(config_path, sets);
+    // A device that cannot be served is named as it was given: --device, or the config's key (its file and
+    // line, or its --set), as ember-train does.
+    const Device dev = device.empty() ? app::config_device(config) : app::parse_device(device);
     if (!device.empty()) config.device = device;
-    const Device dev = app::parse_device(config.device);
     if (!std::filesystem::is_regular_file(checkpoint))
       throw app::ConfigError("--checkpoint " + checkpoint + ": no such file");
     auto session = app::make_session(config, dev, /*for_training=*/false);

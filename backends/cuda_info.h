@@ -10,7 +10,8 @@ bool is_available();
 // Number of usable GPUs (0 when !is_available()).
 int device_count();
 // Why CUDA is unusable, as a sentence naming the cause: this build lacks CUDA, no driver, no GPU,
-// driver too old for this runtime. Empty when is_available().
+// driver too old for this runtime, and what to do in C++ terms (use kCPU); the apps add their own
+// command-line advice (--device cpu). Empty when is_available().
 std::string unavailable_reason();
 // Whether this build of Ember was compiled with CUDA support.
 bool built_with_cuda();

@@ -9,7 +9,7 @@ bool is_available() { return false; }
 int device_count() { return 0; }
 std::string unavailable_reason() {
   return "this build of Ember has no CUDA support; rebuild with -DEMBER_CUDA=ON (needs the CUDA toolkit and "
-         "cuDNN), or use --device cpu";
+         "cuDNN), or use the CPU instead (kCPU; move a model or tensor there with .to(kCPU))";
 }
 
 GpuInfo gpu_info(int index) {

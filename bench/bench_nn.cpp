@@ -25,8 +25,7 @@ void BM_Conv2dForward(benchmark::State& state) {
   const int64_t N = state.range(0), C = state.range(1), H = state.range(2), O = state.range(3);
   Generator gen(0);
   const Tensor x = randn({N, C, H, H}, {}, &gen), w = randn({O, C, 3, 3}, {}, &gen), b = randn({O}, {}, &gen);
-  F::Conv2dOptions o;
-  o.padding[0] = o.padding[1] = 1;
+  const auto o = F::Conv2dOptions().padding(1);
   for (auto _ : state) benchmark::DoNotOptimize(F::conv2d(x, w, b, o).data_ptr());
   conv_counters(state, 2.0 * N * O * H * H * C * 9, 1);
 }
@@ -41,8 +40,7 @@ void BM_Conv2dForwardBackward(benchmark::State& state) {
   x.requires_grad_(input_grad);
   w.requires_grad_();
   b.requires_grad_();
-  F::Conv2dOptions o;
-  o.padding[0] = o.padding[1] = 1;
+  const auto o = F::Conv2dOptions().padding(1);
   const Tensor g = randn({N, O, H, H}, {}, &gen);
   for (auto _ : state) {
     F::conv2d(x, w, b, o).backward(g);

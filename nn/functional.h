@@ -10,6 +10,7 @@
 
 #include "autograd/ops.h"
 #include "core/tensor.h"
+#include "nn/options.h"
 
 namespace ember::nn::functional {
 
@@ -31,32 +32,37 @@ enum class Reduction { none, mean, sum };
 // y = x @ weightᵀ + bias. x [*, in], weight [out, in], bias [out] or undefined.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});
 
-struct Conv2dOptions {
-  int64_t stride[2] = {1, 1};
-  int64_t padding[2] = {0, 0};
-  int64_t dilation[2] = {1, 1};
-  int64_t groups = 1;
-};
+// The options structs are nn::Conv2dOptions, nn::Pool2dOptions, ... (nn/options.h), shared with the Modules.
+using nn::AvgPool2dOptions;
+using nn::Conv1dOptions;
+using nn::Conv2dOptions;
+using nn::MaxPool2dOptions;
+using nn::Pool2dOptions;
+
 // x [N, C, H, W] (or [C, H, W]), weight [O, C/groups, KH, KW], bias [O] or undefined → [N, O, OH, OW] with
 // OH = ⌊(H + 2·padding - dilation·(KH-1) - 1) / stride⌋ + 1; below 1 (the dilated kernel larger than the
-// padded input) throws, as PyTorch.
+// padded input) throws, as PyTorch. Of the options it reads stride, padding, dilation and groups.
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = {}, const Conv2dOptions& options = {});
+inline Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dOptions::Fields& options) {
+  return conv2d(x, weight, bias, Conv2dOptions(options));  // F::conv2d(x, w, b, {.stride = 2, .padding = 1})
+}
+// x [N, C, L] (or [C, L]), weight [O, C/groups, K], bias [O] or undefined → [N, O, OL]: conv2d with a unit
+// height (the same kernels and backward), as torch.nn.functional.conv1d.
+Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias = {}, const Conv1dOptions& options = {});
+inline Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv1dOptions::Fields& options) {
+  return conv1d(x, weight, bias, Conv1dOptions(options));
+}
 
-struct Pool2dOptions {
-  int64_t kernel[2] = {2, 2};
-  int64_t stride[2] = {0, 0};  // 0: the kernel size (PyTorch's default)
-  int64_t padding[2] = {0, 0};
-  bool count_include_pad = true;  // avg only
-  bool ceil_mode = false;         // ⌈⌉ instead of ⌊⌋ in OH, OW (PyTorch's ceil_mode)
-};
 // x [N, C, H, W] (or [C, H, W]) → [N, C, OH, OW], OH = ⌊(H + 2·padding - kernel) / stride⌋ + 1; below 1
 // (the kernel larger than the padded input) throws, as PyTorch. padding must be at most half the kernel.
 // ceil_mode rounds up instead, keeping a last window only where it starts inside the input or the left
 // padding (PyTorch's rule); a window reaching past the right padding is clipped there (avg with
 // count_include_pad divides by the window up to the end of the padding, as PyTorch).
-// max: the gradient goes to each window's first maximum.
+// max: the gradient goes to each window's first maximum. max_pool2d(x, 2): a 2×2 kernel, stride 2.
 Tensor max_pool2d(const Tensor& x, const Pool2dOptions& options);
 Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& options);
+inline Tensor max_pool2d(const Tensor& x, const Pool2dOptions::Fields& o) { return max_pool2d(x, Pool2dOptions(o)); }
+inline Tensor avg_pool2d(const Tensor& x, const Pool2dOptions::Fields& o) { return avg_pool2d(x, Pool2dOptions(o)); }
 // Adaptive pooling to [N, C, out_h, out_w] (or [C, out_h, out_w]) from any H, W, as PyTorch: output (i, j)
 // pools rows [⌊i·H/out_h⌋, ⌈(i+1)·H/out_h⌉) and columns likewise (windows may overlap or differ in size;
 // nn_math::adaptive_start/end). One size means out×out, as adaptive_avg_pool2d(x, 7) in PyTorch.

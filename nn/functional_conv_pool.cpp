@@ -107,23 +107,23 @@ Tensor pool2d(PoolOp op, const Tensor& input, const Pool2dOptions& o) {
   EMBER_CHECK(is_floating(input.dtype()), name, ": needs a floating input, got ", dtype_name(input.dtype()));
   Pool2dParams p;
   for (int i = 0; i < 2; ++i) {
-    p.kernel[i] = o.kernel[i];
-    p.stride[i] = o.stride[i] == 0 ? o.kernel[i] : o.stride[i];
-    p.padding[i] = o.padding[i];
-    EMBER_CHECK(p.kernel[i] > 0 && p.stride[i] > 0 && p.padding[i] >= 0, name, ": kernel [", o.kernel[0], ", ",
-                o.kernel[1], "] and stride must be positive, padding non-negative");
-    EMBER_CHECK(2 * o.padding[i] <= o.kernel[i], name, ": padding ", pair_str(o.padding),
-                " must be at most half the kernel ", pair_str(o.kernel),
+    p.kernel[i] = o.kernel_size()[i];
+    p.stride[i] = o.stride()[i] == 0 ? o.kernel_size()[i] : o.stride()[i];
+    p.padding[i] = o.padding()[i];
+    EMBER_CHECK(p.kernel[i] > 0 && p.stride[i] > 0 && p.padding[i] >= 0, name, ": kernel_size ",
+                pair_str(o.kernel_size().data()), " and stride must be positive, padding non-negative");
+    EMBER_CHECK(2 * o.padding()[i] <= o.kernel_size()[i], name, ": padding ", pair_str(o.padding().data()),
+                " must be at most half the kernel ", pair_str(o.kernel_size().data()),
                 " (PyTorch's rule: pad should be at most half of effective kernel size)");
   }
-  p.count_include_pad = o.count_include_pad;
+  p.count_include_pad = o.count_include_pad();
   const Tensor x = raw::contiguous(b.x);
   // The backends take OH, OW from y; their windows (nn_math::pool_window) clip a ceil_mode window that
   // reaches past the padding.
-  const int64_t OH = out_size(x.size(2), p.padding[0], 1, p.kernel[0], p.stride[0], o.ceil_mode);
-  const int64_t OW = out_size(x.size(3), p.padding[1], 1, p.kernel[1], p.stride[1], o.ceil_mode);
+  const int64_t OH = out_size(x.size(2), p.padding[0], 1, p.kernel[0], p.stride[0], o.ceil_mode());
+  const int64_t OW = out_size(x.size(3), p.padding[1], 1, p.kernel[1], p.stride[1], o.ceil_mode());
   const int64_t no_dilation[2] = {1, 1};
-  check_output_size(name, input.shape(), p.kernel, no_dilation, p.stride, p.padding, OH, OW, o.ceil_mode);
+  check_output_size(name, input.shape(), p.kernel, no_dilation, p.stride, p.padding, OH, OW, o.ceil_mode());
   Tensor y = raw::empty({x.size(0), x.size(1), OH, OW}, x.dtype(), x.device());
   Tensor idx = op == PoolOp::max ? raw::empty(y.shape(), DType::i64, x.device()) : Tensor();
   const TensorArg ia = idx.defined() ? idx.arg() : TensorArg{};
@@ -146,7 +146,7 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, con
   EMBER_CHECK(weight.dim() == 4, "conv2d: weight must be [O, C/groups, KH, KW], got shape ", weight.shape());
   EMBER_CHECK(is_floating(input.dtype()) && input.dtype() == weight.dtype(), "conv2d: input (", dtype_name(input.dtype()),
               ") and weight (", dtype_name(weight.dtype()), ") must share a floating dtype");
-  const int64_t C = b.x.size(1), O = weight.size(0), G = o.groups;
+  const int64_t C = b.x.size(1), O = weight.size(0), G = o.groups();
   EMBER_CHECK(G >= 1 && C % G == 0 && O % G == 0, "conv2d: groups ", G, " must divide the input channels ", C,
               " and the output channels ", O);
   EMBER_CHECK(weight.size(1) * G == C, "conv2d: the input has ", C, " channels but the weight ", weight.shape(),
@@ -159,9 +159,9 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, con
   Conv2dParams p;
   p.groups = G;
   for (int i = 0; i < 2; ++i) {
-    p.stride[i] = o.stride[i];
-    p.padding[i] = o.padding[i];
-    p.dilation[i] = o.dilation[i];
+    p.stride[i] = o.stride()[i];
+    p.padding[i] = o.padding()[i];
+    p.dilation[i] = o.dilation()[i];
     EMBER_CHECK(p.stride[i] > 0 && p.dilation[i] > 0 && p.padding[i] >= 0,
                 "conv2d: stride and dilation must be positive and padding non-negative");
   }
@@ -184,6 +184,23 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, con
     autograd::set_history(y, std::move(node));
   }
   return b.finish(y);
+}
+
+// conv1d is conv2d on [N, C, 1, L] with a [O, C/groups, 1, K] weight: the unit height adds no padding,
+// stride or dilation, so the output is [N, O, 1, OL] and the backward is conv2d's.
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv1dOptions& o) {
+  EMBER_CHECK(input.dim() == 2 || input.dim() == 3, "conv1d: expected input [N, C, L] or [C, L], got shape ",
+              input.shape());
+  EMBER_CHECK(weight.dim() == 3, "conv1d: weight must be [O, C/groups, K], got shape ", weight.shape());
+  Conv2dOptions o2;
+  o2.stride({1, o.stride()[0]}).padding({0, o.padding()[0]}).dilation({1, o.dilation()[0]}).groups(o.groups());
+  const int64_t h_dim = input.dim() - 1;  // [N, C, 1, L] or [C, 1, L]
+  try {
+    return conv2d(input.unsqueeze(h_dim), weight.unsqueeze(2), bias, o2).squeeze(h_dim);
+  } catch (const Error& e) {
+    // conv2d's messages speak of the 4-D views; say which op was called.
+    throw Error(std::string("conv1d (as conv2d over [N, C, 1, L]): ") + e.what());
+  }
 }
 
 Tensor max_pool2d(const Tensor& x, const Pool2dOptions& options) { return pool2d(PoolOp::max, x, options); }

@@ -19,7 +19,7 @@ void default_init(Tensor& weight, Tensor* bias, Generator* gen) {
   }
 }
 
-std::string pair_str(const int64_t v[2]) {
+std::string pair_str(const int64_t* v) {
   std::ostringstream s;
   if (v[0] == v[1]) s << v[0];
   else s << '(' << v[0] << ", " << v[1] << ')';
@@ -42,58 +42,68 @@ std::string Linear::describe() const {
          (bias.defined() ? "" : ", bias=false") + ")";
 }
 
-Conv2d::Conv2d(int64_t in, int64_t out, const Conv2dOptions& o, Generator* gen)
-    : in_channels(in), out_channels(out), options(o) {
-  EMBER_CHECK(in > 0 && out > 0 && o.groups > 0 && in % o.groups == 0 && out % o.groups == 0, "Conv2d: channels (in ",
-              in, ", out ", out, ") must be positive multiples of groups (", o.groups, ")");
-  EMBER_CHECK(o.kernel_size[0] > 0 && o.kernel_size[1] > 0, "Conv2d: kernel_size must be positive");
-  weight = register_parameter("weight", empty({out, in / o.groups, o.kernel_size[0], o.kernel_size[1]}));
-  if (o.bias) bias = register_parameter("bias", empty({out}));
-  default_init(weight, o.bias ? &bias : nullptr, gen);
+namespace {
+// The checks Conv1d and Conv2d share, naming the layer.
+void check_conv(const char* layer, int64_t in, int64_t out, int64_t groups, const int64_t* kernel, size_t dims) {
+  EMBER_CHECK(in > 0 && out > 0, layer, ": in_channels (", in, ") and out_channels (", out,
+              ") must be positive (set them in the options: ", layer, "Options(in_channels, out_channels, kernel_size))");
+  EMBER_CHECK(groups > 0 && in % groups == 0 && out % groups == 0, layer, ": channels (in ", in, ", out ", out,
+              ") must be positive multiples of groups (", groups, ")");
+  for (size_t i = 0; i < dims; ++i) EMBER_CHECK(kernel[i] > 0, layer, ": kernel_size must be positive");
+}
+}  // namespace
+
+Conv2d::Conv2d(const Conv2dOptions& o, Generator* gen) : options(o) {
+  const auto& k = o.kernel_size();
+  check_conv("Conv2d", o.in_channels(), o.out_channels(), o.groups(), k.data(), 2);
+  weight = register_parameter("weight", empty({o.out_channels(), o.in_channels() / o.groups(), k[0], k[1]}));
+  if (o.bias()) bias = register_parameter("bias", empty({o.out_channels()}));
+  default_init(weight, o.bias() ? &bias : nullptr, gen);
 }
 
-Conv2d::Conv2d(int64_t in, int64_t out, int64_t kernel_size, int64_t stride, int64_t padding)
-    : Conv2d(in, out, Conv2dOptions{{kernel_size, kernel_size}, {stride, stride}, {padding, padding}}) {}
-
-Tensor Conv2d::forward(const Tensor& x) {
-  functional::Conv2dOptions o;
-  for (int i = 0; i < 2; ++i) {
-    o.stride[i] = options.stride[i];
-    o.padding[i] = options.padding[i];
-    o.dilation[i] = options.dilation[i];
-  }
-  o.groups = options.groups;
-  return functional::conv2d(x, weight, bias, o);
-}
+Tensor Conv2d::forward(const Tensor& x) { return functional::conv2d(x, weight, bias, options); }
 
 std::string Conv2d::describe() const {
+  const auto& o = options;
   std::ostringstream s;
-  s << "Conv2d(" << in_channels << ", " << out_channels << ", kernel=" << pair_str(options.kernel_size)
-    << ", stride=" << pair_str(options.stride) << ", padding=" << pair_str(options.padding);
-  if (options.dilation[0] != 1 || options.dilation[1] != 1) s << ", dilation=" << pair_str(options.dilation);
-  if (options.groups != 1) s << ", groups=" << options.groups;
-  if (!options.bias) s << ", bias=false";
+  s << "Conv2d(" << o.in_channels() << ", " << o.out_channels() << ", kernel=" << pair_str(o.kernel_size().data())
+    << ", stride=" << pair_str(o.stride().data()) << ", padding=" << pair_str(o.padding().data());
+  if (o.dilation() != ExpandingArray<2>(1)) s << ", dilation=" << pair_str(o.dilation().data());
+  if (o.groups() != 1) s << ", groups=" << o.groups();
+  if (!o.bias()) s << ", bias=false";
+  return s.str() + ")";
+}
+
+Conv1d::Conv1d(const Conv1dOptions& o, Generator* gen) : options(o) {
+  check_conv("Conv1d", o.in_channels(), o.out_channels(), o.groups(), o.kernel_size().data(), 1);
+  weight = register_parameter("weight", empty({o.out_channels(), o.in_channels() / o.groups(), o.kernel_size()[0]}));
+  if (o.bias()) bias = register_parameter("bias", empty({o.out_channels()}));
+  default_init(weight, o.bias() ? &bias : nullptr, gen);  // fan_in = C/groups · K, as PyTorch's
+}
+
+Tensor Conv1d::forward(const Tensor& x) { return functional::conv1d(x, weight, bias, options); }
+
+std::string Conv1d::describe() const {
+  const auto& o = options;
+  std::ostringstream s;
+  s << "Conv1d(" << o.in_channels() << ", " << o.out_channels() << ", kernel=" << o.kernel_size()[0]
+    << ", stride=" << o.stride()[0] << ", padding=" << o.padding()[0];
+  if (o.dilation()[0] != 1) s << ", dilation=" << o.dilation()[0];
+  if (o.groups() != 1) s << ", groups=" << o.groups();
+  if (!o.bias()) s << ", bias=false";
   return s.str() + ")";
 }
 
 namespace {
-functional::Pool2dOptions pool_options(int64_t k, int64_t s, int64_t p) {
-  functional::Pool2dOptions o;
-  o.kernel[0] = o.kernel[1] = k;
-  o.stride[0] = o.stride[1] = s;
-  o.padding[0] = o.padding[1] = p;
-  return o;
-}
-std::string pool_describe(const char* name, const functional::Pool2dOptions& o) {
-  const int64_t stride[2] = {o.stride[0] == 0 ? o.kernel[0] : o.stride[0], o.stride[1] == 0 ? o.kernel[1] : o.stride[1]};
-  return std::string(name) + "(kernel=" + pair_str(o.kernel) + ", stride=" + pair_str(stride) +
-         ", padding=" + pair_str(o.padding) + (o.ceil_mode ? ", ceil_mode=true" : "") + ")";
+std::string pool_describe(const char* name, const Pool2dOptions& o) {
+  const auto& k = o.kernel_size();
+  const int64_t stride[2] = {o.stride()[0] == 0 ? k[0] : o.stride()[0], o.stride()[1] == 0 ? k[1] : o.stride()[1]};
+  return std::string(name) + "(kernel=" + pair_str(k.data()) + ", stride=" + pair_str(stride) +
+         ", padding=" + pair_str(o.padding().data()) + (o.ceil_mode() ? ", ceil_mode=true" : "") + ")";
 }
 }  // namespace
 
-MaxPool2d::MaxPool2d(int64_t k, int64_t s, int64_t p) : options(pool_options(k, s, p)) {}
 std::string MaxPool2d::describe() const { return pool_describe("MaxPool2d", options); }
-AvgPool2d::AvgPool2d(int64_t k, int64_t s, int64_t p) : options(pool_options(k, s, p)) {}
 std::string AvgPool2d::describe() const { return pool_describe("AvgPool2d", options); }
 
 BatchNorm::BatchNorm(int64_t n, int spatial_dims, double eps, double momentum, bool affine)
@@ -161,6 +171,50 @@ Embedding::Embedding(int64_t num, int64_t dim, const functional::EmbeddingFuncOp
     NoGradGuard no_grad;
     weight.select(0, *padding_idx).fill_(0.0);
   }
+}
+
+ModuleList::ModuleList(std::initializer_list<std::shared_ptr<Module>> modules) {
+  for (const auto& m : modules) push_back(m);
+}
+
+void ModuleList::push_back(std::shared_ptr<Module> module) {
+  register_module(std::to_string(modules_.size()), module);
+  modules_.push_back(std::move(module));
+}
+
+const std::shared_ptr<Module>& ModuleList::operator[](size_t i) const {
+  EMBER_CHECK(i < modules_.size(), "ModuleList: index ", i, " is out of range for a list of ", modules_.size(),
+              " modules");
+  return modules_[i];
+}
+
+ModuleDict::ModuleDict(std::initializer_list<std::pair<std::string, std::shared_ptr<Module>>> modules) {
+  for (const auto& [name, m] : modules) insert(name, m);
+}
+
+void ModuleDict::insert(const std::string& name, std::shared_ptr<Module> module) {
+  EMBER_CHECK(!contains(name), "ModuleDict: the key '", name, "' is already present; give the module another name");
+  register_module(name, std::move(module));
+}
+
+bool ModuleDict::contains(const std::string& name) const {
+  for (const auto& [key, m] : named_children())
+    if (key == name) return true;
+  return false;
+}
+
+const std::shared_ptr<Module>& ModuleDict::operator[](const std::string& name) const {
+  for (const auto& [key, m] : named_children())
+    if (key == name) return m;
+  std::string keys;
+  for (const auto& [key, m] : named_children()) keys += (keys.empty() ? "" : ", ") + key;
+  detail::throw_error("ModuleDict: no module named '", name, "' (the keys are: ", keys.empty() ? "none" : keys, ")");
+}
+
+std::vector<std::string> ModuleDict::keys() const {
+  std::vector<std::string> out;
+  for (const auto& [key, m] : named_children()) out.push_back(key);
+  return out;
 }
 
 Sequential::Sequential(std::initializer_list<std::shared_ptr<Module>> modules) {

@@ -3,10 +3,13 @@
 // an optional Generator for their initial values (default: the global one). Shapes: N batch, C channels.
 #include <initializer_list>
 #include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "nn/functional.h"
 #include "nn/module.h"
+#include "nn/options.h"
 
 namespace ember::nn {
 
@@ -21,45 +24,60 @@ class Linear : public Module {
   int64_t in_features, out_features;
 };
 
-struct Conv2dOptions {
-  int64_t kernel_size[2] = {3, 3};
-  int64_t stride[2] = {1, 1};
-  int64_t padding[2] = {0, 0};
-  int64_t dilation[2] = {1, 1};
-  int64_t groups = 1;
-  bool bias = true;
-};
-// x [N, C_in, H, W] → [N, C_out, OH, OW]; W [C_out, C_in/groups, KH, KW] and b ~ U(-1/√fan_in, 1/√fan_in).
+// x [N, C_in, H, W] (or [C_in, H, W]) → [N, C_out, OH, OW]; weight [C_out, C_in/groups, KH, KW] and bias
+// [C_out] ~ U(-1/√fan_in, 1/√fan_in) (PyTorch's init). Options: nn/options.h.
+//   nn::Conv2d(nn::Conv2dOptions(1, 32, 3).stride(1).padding(1));   nn::Conv2d(1, 32, 3);
+//   nn::Conv2d({.in_channels = 1, .out_channels = 32, .kernel_size = 3, .padding = 1});
 class Conv2d : public Module {
  public:
-  Conv2d(int64_t in_channels, int64_t out_channels, const Conv2dOptions& options, Generator* gen = nullptr);
-  Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride = 1, int64_t padding = 0);
+  explicit Conv2d(const Conv2dOptions& options, Generator* gen = nullptr);
+  explicit Conv2d(const Conv2dOptions::Fields& options, Generator* gen = nullptr)
+      : Conv2d(Conv2dOptions(options), gen) {}
+  Conv2d(int64_t in_channels, int64_t out_channels, ExpandingArray<2> kernel_size, Generator* gen = nullptr)
+      : Conv2d(Conv2dOptions(in_channels, out_channels, kernel_size), gen) {}
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "Conv2d"; }
   std::string describe() const override;
   Tensor weight, bias;
-  int64_t in_channels, out_channels;
   Conv2dOptions options;
 };
 
+// x [N, C_in, L] (or [C_in, L]) → [N, C_out, OL]; weight [C_out, C_in/groups, K], bias [C_out], PyTorch's
+// init. Runs as a Conv2d of unit height (nn::functional::conv1d).
+class Conv1d : public Module {
+ public:
+  explicit Conv1d(const Conv1dOptions& options, Generator* gen = nullptr);
+  explicit Conv1d(const Conv1dOptions::Fields& options, Generator* gen = nullptr)
+      : Conv1d(Conv1dOptions(options), gen) {}
+  Conv1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, Generator* gen = nullptr)
+      : Conv1d(Conv1dOptions(in_channels, out_channels, kernel_size), gen) {}
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "Conv1d"; }
+  std::string describe() const override;
+  Tensor weight, bias;
+  Conv1dOptions options;
+};
+
+// nn::MaxPool2d(2), nn::MaxPool2d(nn::MaxPool2dOptions(3).stride(2).ceil_mode(true)),
+// nn::MaxPool2d({.kernel_size = 3, .stride = 2}).
 class MaxPool2d : public Module {
  public:
-  explicit MaxPool2d(int64_t kernel_size, int64_t stride = 0, int64_t padding = 0);
-  explicit MaxPool2d(const functional::Pool2dOptions& options) : options(options) {}
+  explicit MaxPool2d(const MaxPool2dOptions& options) : options(options) {}
+  explicit MaxPool2d(const MaxPool2dOptions::Fields& options) : options(options) {}
   Tensor forward(const Tensor& x) override { return functional::max_pool2d(x, options); }
   std::string type_name() const override { return "MaxPool2d"; }
   std::string describe() const override;
-  functional::Pool2dOptions options;
+  MaxPool2dOptions options;
 };
 
 class AvgPool2d : public Module {
  public:
-  explicit AvgPool2d(int64_t kernel_size, int64_t stride = 0, int64_t padding = 0);
-  explicit AvgPool2d(const functional::Pool2dOptions& options) : options(options) {}
+  explicit AvgPool2d(const AvgPool2dOptions& options) : options(options) {}
+  explicit AvgPool2d(const AvgPool2dOptions::Fields& options) : options(options) {}
   Tensor forward(const Tensor& x) override { return functional::avg_pool2d(x, options); }
   std::string type_name() const override { return "AvgPool2d"; }
   std::string describe() const override;
-  functional::Pool2dOptions options;
+  AvgPool2dOptions options;
 };
 
 // Adaptive pooling to output_size (one size: out×out, as PyTorch's AdaptiveAvgPool2d(7)) from any H, W.
@@ -227,6 +245,51 @@ class Sequential : public Module {
   std::string type_name() const override { return "Sequential"; }
   size_t size() const { return named_children().size(); }
   std::shared_ptr<Module> operator[](size_t i) const { return named_children().at(i).second; }
+};
+
+// A list of modules, registered as children "0", "1", ... (PyTorch's nn.ModuleList, so state_dict keys
+// match: "layers.0.weight"). It has no forward: the owner calls its entries.
+class ModuleList : public Module {
+ public:
+  ModuleList() = default;
+  ModuleList(std::initializer_list<std::shared_ptr<Module>> modules);
+  void push_back(std::shared_ptr<Module> module);
+  void append(std::shared_ptr<Module> module) { push_back(std::move(module)); }
+  std::string type_name() const override { return "ModuleList"; }
+  size_t size() const { return modules_.size(); }
+  bool empty() const { return modules_.empty(); }
+  // Checked: an index past the end throws, naming the size.
+  const std::shared_ptr<Module>& operator[](size_t i) const;
+  // The entry as its own type (nullptr if it is another type): list.at<nn::Linear>(0)->weight.
+  template <typename M>
+  std::shared_ptr<M> at(size_t i) const { return std::dynamic_pointer_cast<M>((*this)[i]); }
+  auto begin() const { return modules_.begin(); }
+  auto end() const { return modules_.end(); }
+
+ private:
+  std::vector<std::shared_ptr<Module>> modules_;
+};
+
+// Modules by name, in insertion order (PyTorch's nn.ModuleDict): the keys are the children's names, so
+// state_dict keys read "heads.cls.weight". Names follow register_module's rules (non-empty, no '.').
+class ModuleDict : public Module {
+ public:
+  ModuleDict() = default;
+  ModuleDict(std::initializer_list<std::pair<std::string, std::shared_ptr<Module>>> modules);
+  // Adds `name`; a name already present throws (PyTorch's update() would replace it; use a new name).
+  void insert(const std::string& name, std::shared_ptr<Module> module);
+  std::string type_name() const override { return "ModuleDict"; }
+  size_t size() const { return named_children().size(); }
+  bool empty() const { return named_children().empty(); }
+  bool contains(const std::string& name) const;
+  // An unknown name throws, listing the names there are.
+  const std::shared_ptr<Module>& operator[](const std::string& name) const;
+  template <typename M>
+  std::shared_ptr<M> at(const std::string& name) const { return std::dynamic_pointer_cast<M>((*this)[name]); }
+  std::vector<std::string> keys() const;
+  // Iterates (name, module) pairs in insertion order.
+  auto begin() const { return named_children().begin(); }
+  auto end() const { return named_children().end(); }
 };
 
 // --- losses as modules: forward(input, target) ---------------------------------------------------------

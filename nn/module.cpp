@@ -32,9 +32,10 @@ Tensor& Module::register_parameter(const std::string& name, Tensor value, bool r
   return parameters_.back().second;
 }
 
-Tensor& Module::register_buffer(const std::string& name, Tensor value) {
+Tensor& Module::register_buffer(const std::string& name, Tensor value, bool persistent) {
   check_name(name, "buffer");
   EMBER_CHECK(value.defined(), type_name(), ": buffer '", name, "' is an undefined tensor");
+  if (!persistent) non_persistent_.push_back(name);
   buffers_.emplace_back(name, std::move(value));
   return buffers_.back().second;
 }
@@ -46,21 +47,26 @@ void Module::add_child(const std::string& name, std::shared_ptr<Module> module) 
   children_.emplace_back(name, std::move(module));
 }
 
-void Module::collect(const std::string& prefix, bool recurse, bool params, NamedTensors& out) const {
-  for (const auto& [name, t] : params ? parameters_ : buffers_) out.emplace_back(prefix + name, t);
+void Module::collect(const std::string& prefix, bool recurse, Kind kind, NamedTensors& out) const {
+  for (const auto& [name, t] : kind == Kind::parameters ? parameters_ : buffers_) {
+    if (kind == Kind::persistent_buffers &&
+        std::find(non_persistent_.begin(), non_persistent_.end(), name) != non_persistent_.end())
+      continue;
+    out.emplace_back(prefix + name, t);
+  }
   if (!recurse) return;
-  for (const auto& [name, child] : children_) child->collect(prefix + name + ".", true, params, out);
+  for (const auto& [name, child] : children_) child->collect(prefix + name + ".", true, kind, out);
 }
 
 NamedTensors Module::named_parameters(bool recurse) const {
   NamedTensors out;
-  collect("", recurse, true, out);
+  collect("", recurse, Kind::parameters, out);
   return out;
 }
 
 NamedTensors Module::named_buffers(bool recurse) const {
   NamedTensors out;
-  collect("", recurse, false, out);
+  collect("", recurse, Kind::buffers, out);
   return out;
 }
 
@@ -124,15 +130,16 @@ void Module::zero_grad(bool set_to_none) {
 
 NamedTensors Module::state_dict() const {
   NamedTensors out = named_parameters();
-  for (auto& entry : named_buffers()) out.push_back(std::move(entry));
+  collect("", true, Kind::persistent_buffers, out);
   return out;
 }
 
 std::vector<std::string> Module::load_state_dict(const NamedTensors& state, bool strict) {
   std::map<std::string, const Tensor*> given;
   for (const auto& [name, t] : state) given[name] = &t;
-  std::vector<std::string> missing, mismatched;
+  std::vector<std::string> missing, misshaped, wrong_dtype;
   std::vector<std::pair<Tensor, const Tensor*>> copies;
+  DType given_dtype = DType::f32, model_dtype = DType::f32;
   for (auto& [name, t] : state_dict()) {
     const auto it = given.find(name);
     if (it == given.end()) {
@@ -140,9 +147,13 @@ std::vector<std::string> Module::load_state_dict(const NamedTensors& state, bool
       continue;
     }
     const Tensor& src = *it->second;
-    if (!(src.shape() == t.shape()) || src.dtype() != t.dtype()) {
-      mismatched.push_back(name + " (model " + t.shape().str() + " " + std::string(dtype_name(t.dtype())) +
-                           ", given " + src.shape().str() + " " + std::string(dtype_name(src.dtype())) + ")");
+    if (!(src.shape() == t.shape())) {
+      misshaped.push_back(name + " (model " + t.shape().str() + " " + std::string(dtype_name(t.dtype())) + ", given " +
+                          src.shape().str() + " " + std::string(dtype_name(src.dtype())) + ")");
+    } else if (src.dtype() != t.dtype()) {
+      wrong_dtype.push_back(name + " (given " + std::string(dtype_name(src.dtype())) + ", the model's parameter is " +
+                            std::string(dtype_name(t.dtype())) + ")");
+      given_dtype = src.dtype(), model_dtype = t.dtype();
     } else {
       copies.emplace_back(t, &src);
     }
@@ -155,14 +166,23 @@ std::vector<std::string> Module::load_state_dict(const NamedTensors& state, bool
     for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
     return s;
   };
-  if (!mismatched.empty() || (strict && (!missing.empty() || !unexpected.empty()))) {
+  if (!misshaped.empty() || !wrong_dtype.empty() || (strict && (!missing.empty() || !unexpected.empty()))) {
     std::ostringstream msg;
     msg << "load_state_dict (" << type_name() << "): the state does not fit the model";
     if (!missing.empty()) msg << "; missing keys: " << join(missing);
     if (!unexpected.empty()) msg << "; unexpected keys: " << join(unexpected);
-    if (!mismatched.empty()) msg << "; mis-shaped keys: " << join(mismatched);
-    msg << ". Check that the checkpoint was saved from the same model configuration";
-    if (!strict || missing.empty()) msg << (strict ? "" : " (non-strict loading still needs matching shapes)");
+    if (!misshaped.empty()) msg << "; mis-shaped keys: " << join(misshaped);
+    if (!wrong_dtype.empty()) msg << "; dtype mismatch: " << join(wrong_dtype);
+    if (!missing.empty() || !unexpected.empty() || !misshaped.empty()) {
+      msg << ". Check that the state was saved from a model of the same layers and sizes";
+      if (!strict && missing.empty() && unexpected.empty()) msg << " (non-strict loading still needs matching shapes)";
+    }
+    if (!wrong_dtype.empty()) {
+      const std::string g(dtype_name(given_dtype)), m(dtype_name(model_dtype));
+      msg << (missing.empty() && unexpected.empty() && misshaped.empty() ? ". " : "; for the dtypes: ")
+          << "convert the model first with model.to(DType::" << g << ") to load " << g
+          << " values as they are, or convert the tensors with .to(DType::" << m << ") before loading";
+    }
     throw Error(msg.str());
   }
   NoGradGuard no_grad;

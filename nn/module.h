@@ -42,7 +42,10 @@ class Module : public std::enable_shared_from_this<Module> {
 
   // Registration. Names must be non-empty, without dots, and unique within this module.
   Tensor& register_parameter(const std::string& name, Tensor value, bool requires_grad = true);
-  Tensor& register_buffer(const std::string& name, Tensor value);
+  // A buffer is state that is not trained (running statistics, masks). persistent = false keeps it out of
+  // state_dict() (so out of checkpoints, and load_state_dict does not expect it), as PyTorch's; buffers()
+  // still lists it and to() still moves it.
+  Tensor& register_buffer(const std::string& name, Tensor value, bool persistent = true);
   template <typename M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
     add_child(name, module);
@@ -69,19 +72,21 @@ class Module : public std::enable_shared_from_this<Module> {
   // Clears gradients: to undefined (PyTorch's default), or to zeros with set_to_none = false.
   void zero_grad(bool set_to_none = true);
 
-  // Parameters then buffers, named recursively, sharing storage with the module.
+  // Parameters then persistent buffers, named recursively, sharing storage with the module.
   NamedTensors state_dict() const;
   // Copies values in (converting device; shapes and dtypes must match). strict: every key must match;
-  // the error lists missing, unexpected and mis-shaped keys together. Returns the keys it did not use.
+  // the error lists missing, unexpected, mis-shaped keys and dtype mismatches together. Returns the keys it did not use.
   std::vector<std::string> load_state_dict(const NamedTensors& state, bool strict = true);
 
  private:
   void add_child(const std::string& name, std::shared_ptr<Module> module);
   void check_name(const std::string& name, const char* what) const;
-  void collect(const std::string& prefix, bool recurse, bool params, NamedTensors& out) const;
+  enum class Kind { parameters, buffers, persistent_buffers };
+  void collect(const std::string& prefix, bool recurse, Kind kind, NamedTensors& out) const;
 
   NamedTensors parameters_;
   NamedTensors buffers_;
+  std::vector<std::string> non_persistent_;  // names in buffers_ that state_dict() leaves out
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
 };

@@ -87,6 +87,30 @@ int64_t need_channels(const Args& a, const char* what) {
   return a.in[0];
 }
 
+Pool2dOptions pool_options(const Args& a) {
+  const auto pair = [&](const char* key, std::optional<int64_t> fallback = std::nullopt) {
+    const auto [h, w] = a.pair(key, fallback);
+    return ExpandingArray<2>{h, w};
+  };
+  return Pool2dOptions(pair("kernel_size"))
+      .stride(pair("stride", 0))
+      .padding(pair("padding", 0))
+      .ceil_mode(a.boolean("ceil_mode", false));
+}
+
+// The input-size keys of PyTorch's constructors that a spec does not take: the registry infers them from
+// the shape the previous layer produces. (type, key, the input dim that gives it.)
+struct InferredKey {
+  const char* type;
+  const char* key;
+  const char* from;
+};
+constexpr InferredKey kInferredKeys[] = {
+    {"linear", "in_features", "the input's features"},     {"conv2d", "in_channels", "the input's channels"},
+    {"conv1d", "in_channels", "the input's channels"},     {"batch_norm", "num_features", "the input's channels"},
+    {"layer_norm", "normalized_shape", "the input's last dim"},
+};
+
 const std::map<std::string, Entry>& table() {
   static const std::map<std::string, Entry> t = {
       {"linear",
@@ -99,35 +123,38 @@ const std::map<std::string, Entry>& table() {
       {"conv2d",
        {{"out_channels", "kernel_size", "stride", "padding", "dilation", "groups", "bias"},
         [](const Args& a, Generator* gen) -> std::shared_ptr<Module> {
-          Conv2dOptions o;
-          std::tie(o.kernel_size[0], o.kernel_size[1]) = a.pair("kernel_size");
-          std::tie(o.stride[0], o.stride[1]) = a.pair("stride", 1);
-          std::tie(o.padding[0], o.padding[1]) = a.pair("padding", 0);
-          std::tie(o.dilation[0], o.dilation[1]) = a.pair("dilation", 1);
-          o.groups = a.integer("groups", 1);
-          o.bias = a.boolean("bias", true);
-          return std::make_shared<Conv2d>(need_channels(a, "conv2d"), a.integer("out_channels"), o, gen);
+          const auto pair = [&](const char* key, std::optional<int64_t> fallback = std::nullopt) {
+            const auto [h, w] = a.pair(key, fallback);
+            return ExpandingArray<2>{h, w};
+          };
+          const auto o = Conv2dOptions(need_channels(a, "conv2d"), a.integer("out_channels"), pair("kernel_size"))
+                             .stride(pair("stride", 1))
+                             .padding(pair("padding", 0))
+                             .dilation(pair("dilation", 1))
+                             .groups(a.integer("groups", 1))
+                             .bias(a.boolean("bias", true));
+          return std::make_shared<Conv2d>(o, gen);
+        }}},
+      {"conv1d",
+       {{"out_channels", "kernel_size", "stride", "padding", "dilation", "groups", "bias"},
+        [](const Args& a, Generator* gen) -> std::shared_ptr<Module> {
+          if (a.in.size() != 2)
+            a.error("conv1d needs sequence input [C, L], but the input here is " + a.in.str() + " (one sample, no batch dim)");
+          const auto o = Conv1dOptions(a.in[0], a.integer("out_channels"), a.integer("kernel_size"))
+                             .stride(a.integer("stride", 1))
+                             .padding(a.integer("padding", 0))
+                             .dilation(a.integer("dilation", 1))
+                             .groups(a.integer("groups", 1))
+                             .bias(a.boolean("bias", true));
+          return std::make_shared<Conv1d>(o, gen);
         }}},
       {"max_pool2d",
        {{"kernel_size", "stride", "padding", "ceil_mode"},
-        [](const Args& a, Generator*) -> std::shared_ptr<Module> {
-          functional::Pool2dOptions o;
-          std::tie(o.kernel[0], o.kernel[1]) = a.pair("kernel_size");
-          std::tie(o.stride[0], o.stride[1]) = a.pair("stride", 0);
-          std::tie(o.padding[0], o.padding[1]) = a.pair("padding", 0);
-          o.ceil_mode = a.boolean("ceil_mode", false);
-          return std::make_shared<MaxPool2d>(o);
-        }}},
+        [](const Args& a, Generator*) -> std::shared_ptr<Module> { return std::make_shared<MaxPool2d>(pool_options(a)); }}},
       {"avg_pool2d",
        {{"kernel_size", "stride", "padding", "count_include_pad", "ceil_mode"},
         [](const Args& a, Generator*) -> std::shared_ptr<Module> {
-          functional::Pool2dOptions o;
-          std::tie(o.kernel[0], o.kernel[1]) = a.pair("kernel_size");
-          std::tie(o.stride[0], o.stride[1]) = a.pair("stride", 0);
-          std::tie(o.padding[0], o.padding[1]) = a.pair("padding", 0);
-          o.count_include_pad = a.boolean("count_include_pad", true);
-          o.ceil_mode = a.boolean("ceil_mode", false);
-          return std::make_shared<AvgPool2d>(o);
+          return std::make_shared<AvgPool2d>(pool_options(a).count_include_pad(a.boolean("count_include_pad", true)));
         }}},
       {"adaptive_avg_pool2d",
        {{"output_size"},
@@ -219,6 +246,14 @@ std::vector<std::string> layer_keys(const std::string& type) {
   return it == table().end() ? std::vector<std::string>{} : it->second.keys;
 }
 
+std::string inferred_key_message(const std::string& type, const std::string& key, const Shape* input) {
+  for (const InferredKey& k : kInferredKeys)
+    if (type == k.type && key == k.key)
+      return "'" + key + "' is not set by hand: input sizes are inferred from the previous layer (" + key + " = " +
+             k.from + (input != nullptr ? ", here " + input->str() : std::string()) + "); remove the key";
+  return {};
+}
+
 std::shared_ptr<Sequential> build_sequential(const std::vector<LayerSpec>& specs, const Shape& sample_shape,
                                              Generator* gen) {
   auto model = std::make_shared<Sequential>();
@@ -228,10 +263,13 @@ std::shared_ptr<Sequential> build_sequential(const std::vector<LayerSpec>& specs
     EMBER_CHECK(it != table().end(), spec.where, ": unknown layer type '", spec.type, "'",
                 did_you_mean(spec.type, layer_types()), "; valid types: ", join(layer_types()));
     const Entry& entry = it->second;
-    for (const auto& [key, value] : spec.args)
+    for (const auto& [key, value] : spec.args) {
+      if (const std::string why = inferred_key_message(spec.type, key, &shape); !why.empty())
+        detail::throw_error(spec.where, " (", spec.type, "): ", why);
       EMBER_CHECK(std::find(entry.keys.begin(), entry.keys.end(), key) != entry.keys.end(), spec.where, " (",
                   spec.type, "): unknown key '", key, "'", did_you_mean(key, entry.keys), "; valid keys: ",
                   entry.keys.empty() ? std::string("none") : join(entry.keys));
+    }
     const Args args(spec, shape);
     std::shared_ptr<Module> layer;
     try {

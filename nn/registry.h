@@ -8,7 +8,8 @@
 //     - {type: linear, out_features: 10}
 // Input sizes (in_features, in_channels, num_features) are inferred from the sample shape flowing through
 // the layers, so specs stay short. Unknown types and keys, wrong value types and shapes that do not
-// connect are errors naming the spec's location and listing the valid choices.
+// connect are errors naming the spec's location and listing the valid choices; giving an inferred size
+// (in_features: 784) is an error that says it is inferred.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -31,6 +32,11 @@ struct LayerSpec {
 // The registered layer types and, for one type, its keys (required ones first).
 std::vector<std::string> layer_types();
 std::vector<std::string> layer_keys(const std::string& type);
+
+// For a key that PyTorch's constructor takes but a spec does not because the registry infers it
+// (in_features of linear, in_channels of conv1d/conv2d, ...): the sentence saying so, naming the input
+// shape when given. Empty for any other key.
+std::string inferred_key_message(const std::string& type, const std::string& key, const Shape* input = nullptr);
 
 // Builds the layers in order. `sample_shape` is one example without the batch dim ({1, 28, 28} for
 // Fashion-MNIST images). Each layer is built for the shape the previous one produces, checked by running

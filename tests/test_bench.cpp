@@ -202,6 +202,25 @@ TEST(Bench, BadConfigsAndArgumentsExitTwo) {
   }
 }
 
+// A device given in the YAML (or by --set) that cannot be served is reported as that key, with its file and
+// line, not as a --device the user never typed.
+TEST(Bench, DeviceFromTheConfigIsNamedAsItsKey) {
+  test::Scratch s;
+  const std::string cfg = s.write("dev.yaml", kConfig + "device: cuda:63\n");
+  const Result r = bench(s, "--config " + cfg + " --steps 1 --warmup 0");
+  EXPECT_EQ(r.rc, 2) << r.output;
+  test::expect_in(r.output, {"dev.yaml:", ": device: device 'cuda:63' requested", "device: cpu works on every machine"});
+  EXPECT_EQ(r.output.find("--device"), std::string::npos) << r.output;
+  const Result set = bench(s, "--config " + s.write("plain.yaml", kConfig) + " --set device=cuda:63 --steps 1");
+  EXPECT_EQ(set.rc, 2) << set.output;
+  test::expect_in(set.output, {"--set device=cuda:63: device: device 'cuda:63' requested"});
+  EXPECT_EQ(set.output.find("--device"), std::string::npos) << set.output;
+  // --device still speaks of --device
+  const Result flag = bench(s, "--config " + cfg + " --device cuda:63 --steps 1");
+  EXPECT_EQ(flag.rc, 2) << flag.output;
+  test::expect_in(flag.output, {"--device cuda:63: device 'cuda:63' requested", "--device cpu works"});
+}
+
 // --find-max-batch's search, on a CPU backend with 24 MiB of memory standing in for a GPU: the batch size it
 // reports trains, one more runs out of memory, and the error it keeps is the allocator's.
 namespace {

@@ -157,18 +157,12 @@ Tensor labels(V x, const std::vector<int64_t>& values) {
 }
 
 F::Conv2dOptions conv(int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw, int64_t groups) {
-  F::Conv2dOptions o;
-  o.stride[0] = sh, o.stride[1] = sw, o.padding[0] = ph, o.padding[1] = pw, o.dilation[0] = dh, o.dilation[1] = dw;
-  o.groups = groups;
-  return o;
+  return F::Conv2dOptions().stride({sh, sw}).padding({ph, pw}).dilation({dh, dw}).groups(groups);
 }
 F::Pool2dOptions pool(int64_t kernel, int64_t stride, int64_t padding, bool count_include_pad = true,
                      bool ceil_mode = false) {
-  F::Pool2dOptions o;
-  o.kernel[0] = o.kernel[1] = kernel, o.stride[0] = o.stride[1] = stride, o.padding[0] = o.padding[1] = padding;
-  o.count_include_pad = count_include_pad;
-  o.ceil_mode = ceil_mode;
-  return o;
+  return F::Pool2dOptions(kernel).stride(stride).padding(padding).count_include_pad(count_include_pad).ceil_mode(
+      ceil_mode);
 }
 // Batch norm in training mode from seeded running statistics; returns y and the updated statistics.
 Outs batch_norm_train(V x, const Tensor& weight, const Tensor& bias) {

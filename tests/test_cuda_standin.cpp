@@ -237,7 +237,7 @@ struct Net : nn::Module {
   std::shared_ptr<nn::BatchNorm2d> bn;
   std::shared_ptr<nn::Linear> fc;
   explicit Net(Generator* gen)
-      : conv(register_module("conv", std::make_shared<nn::Conv2d>(2, 3, nn::Conv2dOptions{}, gen))),
+      : conv(register_module("conv", std::make_shared<nn::Conv2d>(2, 3, 3, gen))),
         bn(register_module("bn", std::make_shared<nn::BatchNorm2d>(3))),
         fc(register_module("fc", std::make_shared<nn::Linear>(3 * 4 * 4, 5, true, gen))) {}
   Tensor forward(const Tensor& x) override { return fc->forward(relu(bn->forward(conv->forward(x))).flatten(1)); }

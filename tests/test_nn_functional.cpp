@@ -93,18 +93,11 @@ void check_both(const std::string& name, const std::vector<std::string>& names, 
 }
 
 F::Conv2dOptions conv(int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw, int64_t groups) {
-  F::Conv2dOptions o;
-  o.stride[0] = sh, o.stride[1] = sw, o.padding[0] = ph, o.padding[1] = pw, o.dilation[0] = dh, o.dilation[1] = dw;
-  o.groups = groups;
-  return o;
+  return F::Conv2dOptions().stride({sh, sw}).padding({ph, pw}).dilation({dh, dw}).groups(groups);
 }
 
 F::Pool2dOptions pool(int64_t k, int64_t s, int64_t p, bool include_pad = true, bool ceil_mode = false) {
-  F::Pool2dOptions o;
-  o.kernel[0] = o.kernel[1] = k, o.stride[0] = o.stride[1] = s, o.padding[0] = o.padding[1] = p;
-  o.count_include_pad = include_pad;
-  o.ceil_mode = ceil_mode;
-  return o;
+  return F::Pool2dOptions(k).stride(s).padding(p).count_include_pad(include_pad).ceil_mode(ceil_mode);
 }
 
 
@@ -123,6 +116,62 @@ TEST(NnFunctional, Conv2dUnbatchedAndNonContiguous) {
   expect_close(y, get("conv_plain.y").select(0, 1), "unbatched");
   const Tensor xt = x.transpose(2, 3).contiguous().transpose(2, 3);  // same values, other strides
   expect_close(F::conv2d(xt, w, b, conv(1, 1, 1, 1, 1, 1, 1)), get("conv_plain.y"), "strided input");
+}
+
+// conv1d as PyTorch's: f64 against its values (forward, gradients, gradcheck), the three ways of writing
+// the options, unbatched input, and an f32 case computed by PyTorch in f32.
+TEST(NnFunctional, Conv1d) {
+  check_case("conv1d_plain", {"x", "w", "b"},
+             [](auto& m) { return F::conv1d(m.at("x"), m.at("w"), m.at("b"), F::Conv1dOptions().padding(1)); });
+  check_case("conv1d_strided", {"x", "w", "b"}, [](auto& m) {
+    return F::conv1d(m.at("x"), m.at("w"), m.at("b"), {.stride = 2, .padding = 2, .dilation = 2});
+  });
+  check_case("conv1d_grouped", {"x", "w"}, [](auto& m) {
+    return F::conv1d(m.at("x"), m.at("w"), {}, F::Conv1dOptions().stride(3).padding(1).groups(2));
+  });
+  const Tensor x = get("conv1d_plain.x"), w = get("conv1d_plain.w"), b = get("conv1d_plain.b");
+  expect_close(F::conv1d(x.select(0, 1), w, b, F::Conv1dOptions().padding(1)), get("conv1d_plain.y").select(0, 1),
+               "unbatched [C, L]");
+
+  Tensor x32 = get("f32_conv1d.x").requires_grad_(), w32 = get("f32_conv1d.w").requires_grad_();
+  Tensor b32 = get("f32_conv1d.b").requires_grad_();
+  ASSERT_EQ(x32.dtype(), DType::f32);
+  const Tensor y = F::conv1d(x32, w32, b32, F::Conv1dOptions().stride(2).padding(1));
+  expect_close(y, get("f32_conv1d.y"), "f32 forward", 2e-5);
+  (y * get("f32_conv1d.r")).sum().backward();
+  expect_close(x32.grad(), get("f32_conv1d.gx"), "f32 grad x", 2e-5);
+  expect_close(w32.grad(), get("f32_conv1d.gw"), "f32 grad w", 2e-5);
+  expect_close(b32.grad(), get("f32_conv1d.gb"), "f32 grad b", 2e-5);
+}
+
+TEST(NnFunctional, Conv1dErrorsNameConv1d) {
+  const Tensor w = zeros({4, 3, 3});
+  EXPECT_TRUE(test::throws_error([&] { F::conv1d(zeros({2, 3, 4, 5}), w); },
+                                 {"conv1d: expected input [N, C, L] or [C, L]", "[2, 3, 4, 5]"}));
+  EXPECT_TRUE(test::throws_error([&] { F::conv1d(zeros({2, 3, 5}), zeros({4, 3, 3, 3})); },
+                                 {"conv1d: weight must be [O, C/groups, K]", "[4, 3, 3, 3]"}));
+  EXPECT_TRUE(test::throws_error([&] { F::conv1d(zeros({2, 5, 8}), w); }, {"conv1d", "the input has 5 channels"}));
+  EXPECT_TRUE(test::throws_error([&] { F::conv1d(zeros({2, 3, 2}), w); }, {"conv1d", "output size is too small"}));
+}
+
+// The option forms compile to the same options: LibTorch's builder, designated initialisers, one int.
+TEST(NnFunctional, OptionForms) {
+  const auto built = F::Conv2dOptions(1, 32, {3, 5}).stride(2).padding({1, 2});
+  const F::Conv2dOptions designated = F::Conv2dOptions::Fields{
+      .in_channels = 1, .out_channels = 32, .kernel_size = {3, 5}, .stride = 2, .padding = {1, 2}};
+  EXPECT_EQ(built.kernel_size(), designated.kernel_size());
+  EXPECT_EQ(built.stride(), designated.stride());
+  EXPECT_EQ(built.padding(), designated.padding());
+  EXPECT_EQ(built.padding()[1], 2);
+  EXPECT_EQ(built.stride()[0], 2);
+  EXPECT_EQ(built.dilation()[1], 1);
+
+  const Tensor x = get("maxpool.x");
+  // max_pool2d(x, 2) is a 2×2 window with stride 2, as PyTorch's F.max_pool2d(x, 2)
+  expect_close(F::max_pool2d(x, 2), F::max_pool2d(x, F::MaxPool2dOptions(2).stride(2)), "shorthand");
+  EXPECT_EQ(F::avg_pool2d(x, 2).shape(), Shape({2, 3, 3, 4}));
+  expect_close(F::max_pool2d(x, {.kernel_size = 3, .stride = 2, .padding = 1}), get("maxpool.y"), "designated");
+  EXPECT_TRUE(test::throws_error([] { F::Conv2dOptions().stride({1, 2, 3}); }, {"expected 2 values", "got 3"}));
 }
 
 TEST(NnFunctional, Pooling) {

@@ -136,7 +136,7 @@ TEST(Layers, PyTorchDefaultInitialisation) {
   EXPECT_GT(max(abs(fc.weight)).item<double>(), 0.99 * bound);
   EXPECT_NEAR(mean(square(fc.weight)).item<double>(), bound * bound / 3, 0.02 * bound * bound);  // var of U(-b, b)
   EXPECT_LE(max(abs(fc.bias)).item<double>(), bound);
-  nn::Conv2d conv(8, 16, nn::Conv2dOptions{{3, 3}, {1, 1}, {1, 1}, {1, 1}, 2, true}, &gen);
+  nn::Conv2d conv(nn::Conv2dOptions(8, 16, 3).padding(1).groups(2), &gen);
   EXPECT_EQ(conv.weight.shape(), Shape({16, 4, 3, 3}));
   EXPECT_LE(max(abs(conv.weight)).item<double>(), 1.0 / std::sqrt(36.0));
   nn::Embedding emb(1000, 20, &gen);
@@ -152,7 +152,7 @@ TEST(Layers, PyTorchDefaultInitialisation) {
 
 TEST(Layers, ShapesModesAndErrors) {
   auto model = std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
-      std::make_shared<nn::Conv2d>(1, 4, 3, 1, 1), std::make_shared<nn::BatchNorm2d>(4), std::make_shared<nn::ReLU>(),
+      std::make_shared<nn::Conv2d>(nn::Conv2dOptions(1, 4, 3).padding(1)), std::make_shared<nn::BatchNorm2d>(4), std::make_shared<nn::ReLU>(),
       std::make_shared<nn::MaxPool2d>(2), std::make_shared<nn::Dropout>(0.5), std::make_shared<nn::AdaptiveAvgPool2d>(1),
       std::make_shared<nn::Flatten>(), std::make_shared<nn::Linear>(4, 3), std::make_shared<nn::Softmax>(1)});
   const Tensor y = model->forward(randn({2, 1, 8, 8}));
@@ -214,9 +214,9 @@ TEST(Layers, MlpAndCnnOverfitAFashionMnistShapedBatch) {
   nn::Sequential mlp{std::make_shared<nn::Flatten>(), std::make_shared<nn::Linear>(784, 256, true, &gen),
                      std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(256, 10, true, &gen)};
   EXPECT_LT(overfit(mlp, x, y, 200, 0.1, 0.0), 0.05f);
-  nn::Sequential cnn{std::make_shared<nn::Conv2d>(1, 8, nn::Conv2dOptions{{3, 3}, {1, 1}, {1, 1}}, &gen),
+  nn::Sequential cnn{std::make_shared<nn::Conv2d>(nn::Conv2dOptions(1, 8, 3).padding(1), &gen),
                      std::make_shared<nn::ReLU>(), std::make_shared<nn::MaxPool2d>(2),
-                     std::make_shared<nn::Conv2d>(8, 16, nn::Conv2dOptions{{3, 3}, {1, 1}, {1, 1}}, &gen),
+                     std::make_shared<nn::Conv2d>(nn::Conv2dOptions::Fields{.in_channels = 8, .out_channels = 16, .padding = 1}, &gen),
                      std::make_shared<nn::ReLU>(), std::make_shared<nn::MaxPool2d>(2), std::make_shared<nn::Flatten>(),
                      std::make_shared<nn::Linear>(16 * 7 * 7, 10, true, &gen)};
   EXPECT_LT(overfit(cnn, x, y, 200, 0.01, 0.9), 0.05f);
@@ -238,4 +238,151 @@ TEST(Module, SaveAndLoadWeightsFiles) {
   EXPECT_TRUE(test::throws_error([&] { load(model, path); }, {path, "mis-shaped keys: 0.weight (model [3, 4] f32, given [3, 5] f32)"}));
   std::remove(path.c_str());
   EXPECT_TRUE(test::throws_error([&] { load(model, path); }, {"cannot open", path}));
+}
+
+// An f64 file into an f32 model: the error says dtype (each tensor's name, the file's dtype and the
+// parameter's) and how to convert, not "mis-shaped".
+TEST(Module, LoadingAnotherDtypeSaysDtype) {
+  const std::string path = "/tmp/ember_weights_dtype_" + std::to_string(::getpid()) + ".safetensors";
+  nn::Sequential f64_model{std::make_shared<nn::Linear>(4, 3)};
+  f64_model.to(DType::f64);
+  save(f64_model, path);
+  nn::Sequential model{std::make_shared<nn::Linear>(4, 3)};
+  const std::vector<float> before = model.parameters()[0].to_vector<float>();
+  EXPECT_TRUE(test::throws_error([&] { load(model, path); },
+                                 {path, "dtype mismatch: 0.weight (given f64, the model's parameter is f32)",
+                                  "0.bias (given f64", "model.to(DType::f64)", ".to(DType::f32)"}));
+  EXPECT_TRUE(test::throws_error([&] { model.load_state_dict(f64_model.state_dict()); }, {"dtype mismatch"}));
+  try {
+    load(model, path);
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).find("mis-shaped"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(model.parameters()[0].to_vector<float>(), before);  // nothing copied
+  model.to(DType::f64);  // the fix the message gives
+  load(model, path);
+  EXPECT_EQ(model.parameters()[0].to_vector<double>(), f64_model.parameters()[0].to_vector<double>());
+  std::remove(path.c_str());
+}
+
+// register_buffer(name, t, /*persistent=*/false): listed by buffers(), moved by to(), left out of
+// state_dict() and not expected by a strict load_state_dict, as PyTorch's.
+struct WithMask : nn::Module {
+  Tensor mask, count;
+  std::shared_ptr<nn::Linear> fc = register_module("fc", std::make_shared<nn::Linear>(2, 2));
+  WithMask() {
+    mask = register_buffer("mask", ones({2}), /*persistent=*/false);
+    count = register_buffer("count", zeros({1}));
+  }
+};
+
+TEST(Module, NonPersistentBuffers) {
+  WithMask m;
+  EXPECT_EQ(m.buffers().size(), 2u);
+  std::vector<std::string> names;
+  for (const auto& [name, t] : m.state_dict()) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"fc.weight", "fc.bias", "count"}));
+  WithMask other;
+  EXPECT_TRUE(other.load_state_dict(m.state_dict(), /*strict=*/true).empty());
+  // a state that has the key anyway is refused in strict mode (it is not the model's state)
+  NamedTensors with_mask = m.state_dict();
+  with_mask.emplace_back("mask", ones({2}));
+  EXPECT_TRUE(test::throws_error([&] { other.load_state_dict(with_mask); }, {"unexpected keys: mask"}));
+  // nested: the parent's state_dict leaves the child's non-persistent buffer out too
+  nn::Sequential seq{std::make_shared<WithMask>()};
+  for (const auto& [name, t] : seq.state_dict()) EXPECT_NE(name, "0.mask");
+  EXPECT_EQ(seq.named_buffers().size(), 2u);
+  m.to(DType::f64);
+  EXPECT_EQ(m.mask.dtype(), DType::f64);  // moved/converted with the module
+}
+
+// ModuleList: children "0", "1", ... so state_dict keys match PyTorch's nn.ModuleList.
+struct Tower : nn::Module {
+  std::shared_ptr<nn::ModuleList> layers = register_module("layers", std::make_shared<nn::ModuleList>());
+  Tower() {
+    layers->push_back(std::make_shared<nn::Linear>(4, 8));
+    layers->append(std::make_shared<nn::ReLU>());
+    layers->push_back(std::make_shared<nn::Linear>(8, 2));
+  }
+  Tensor forward(const Tensor& x) override {
+    Tensor y = x;
+    for (const auto& layer : *layers) y = layer->forward(y);
+    return y;
+  }
+};
+
+TEST(Module, ModuleList) {
+  Tower t;
+  EXPECT_EQ(t.layers->size(), 3u);
+  std::vector<std::string> names;
+  for (const auto& [name, p] : t.state_dict()) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"layers.0.weight", "layers.0.bias", "layers.2.weight", "layers.2.bias"}));
+  EXPECT_EQ((*t.layers)[1]->type_name(), "ReLU");
+  EXPECT_EQ(t.layers->at<nn::Linear>(2)->out_features, 2);
+  EXPECT_EQ(t.layers->at<nn::Linear>(1), nullptr);
+  EXPECT_EQ(t.forward(randn({5, 4})).shape(), Shape({5, 2}));
+  EXPECT_EQ(t.parameters().size(), 4u);
+  t.eval();
+  EXPECT_FALSE((*t.layers)[0]->is_training());
+  EXPECT_TRUE(test::throws_error([&] { (*t.layers)[3]; }, {"ModuleList: index 3 is out of range for a list of 3"}));
+  nn::ModuleList braced{std::make_shared<nn::Linear>(1, 1), std::make_shared<nn::Tanh>()};
+  EXPECT_EQ(braced.named_children()[1].first, "1");
+}
+
+TEST(Module, ModuleDict) {
+  nn::ModuleDict heads{{"cls", std::make_shared<nn::Linear>(4, 3)}, {"box", std::make_shared<nn::Linear>(4, 2)}};
+  heads.insert("act", std::make_shared<nn::ReLU>());
+  EXPECT_EQ(heads.keys(), (std::vector<std::string>{"cls", "box", "act"}));  // insertion order, not sorted
+  EXPECT_EQ(heads.size(), 3u);
+  EXPECT_TRUE(heads.contains("box"));
+  EXPECT_EQ(heads.at<nn::Linear>("box")->out_features, 2);
+  EXPECT_EQ(heads["cls"]->forward(randn({2, 4})).shape(), Shape({2, 3}));
+  std::vector<std::string> names;
+  for (const auto& [name, p] : heads.state_dict()) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"cls.weight", "cls.bias", "box.weight", "box.bias"}));
+  std::vector<std::string> iterated;
+  for (const auto& [name, module] : heads) iterated.push_back(name + ":" + module->type_name());
+  EXPECT_EQ(iterated, (std::vector<std::string>{"cls:Linear", "box:Linear", "act:ReLU"}));
+  EXPECT_TRUE(test::throws_error([&] { heads["bbox"]; }, {"no module named 'bbox'", "the keys are: cls, box, act"}));
+  EXPECT_TRUE(test::throws_error([&] { heads.insert("cls", std::make_shared<nn::ReLU>()); }, {"'cls' is already present"}));
+  EXPECT_TRUE(test::throws_error([&] { heads.insert("a.b", std::make_shared<nn::ReLU>()); }, {"'a.b'", "no '.'"}));
+}
+
+// Conv1d: PyTorch's parameter shapes [O, C/groups, K] and init bound 1/√(C/groups · K); [N, C, L] and [C, L].
+TEST(Layers, Conv1d) {
+  Generator gen(3);
+  nn::Conv1d conv(nn::Conv1dOptions(4, 6, 5).stride(2).padding(2).groups(2), &gen);
+  EXPECT_EQ(conv.weight.shape(), Shape({6, 2, 5}));
+  EXPECT_EQ(conv.bias.shape(), Shape({6}));
+  const double bound = 1.0 / std::sqrt(2.0 * 5.0);
+  for (const Tensor& p : {conv.weight, conv.bias})
+    for (float v : p.to_vector<float>()) EXPECT_LE(std::abs(v), bound);
+  EXPECT_GT(max(abs(conv.weight)).item<float>(), 0.8 * bound);  // spread over the range, not all tiny
+  EXPECT_EQ(conv.forward(randn({3, 4, 11})).shape(), Shape({3, 6, 6}));
+  EXPECT_EQ(conv.forward(randn({4, 11})).shape(), Shape({6, 6}));
+  EXPECT_EQ(conv.describe(), "Conv1d(4, 6, kernel=5, stride=2, padding=2, groups=2)");
+  nn::Conv1d plain(2, 3, 3);
+  EXPECT_EQ(plain.weight.shape(), Shape({3, 2, 3}));
+  nn::Conv1d designated({.in_channels = 2, .out_channels = 3, .kernel_size = 3, .bias = false});
+  EXPECT_FALSE(designated.bias.defined());
+  EXPECT_TRUE(test::throws_error([] { nn::Conv1d(nn::Conv1dOptions(4, 6, 3).groups(4)); }, {"Conv1d", "multiples of groups (4)"}));
+  EXPECT_TRUE(test::throws_error([] { nn::Conv1d(nn::Conv1dOptions()); }, {"Conv1d: in_channels (0)", "Conv1dOptions(in_channels"}));
+}
+
+// The option forms a LibTorch user writes.
+TEST(Layers, LibTorchOptionForms) {
+  nn::Conv2d built(nn::Conv2dOptions(1, 32, 3).stride(1).padding(1));
+  nn::Conv2d designated({.in_channels = 1, .out_channels = 32, .kernel_size = 3, .padding = 1});
+  nn::Conv2d short_form(1, 32, 3);
+  EXPECT_EQ(built.weight.shape(), Shape({32, 1, 3, 3}));
+  EXPECT_EQ(built.describe(), designated.describe());
+  EXPECT_EQ(short_form.describe(), "Conv2d(1, 32, kernel=3, stride=1, padding=0)");
+  EXPECT_EQ(built.forward(randn({2, 1, 8, 8})).shape(), Shape({2, 32, 8, 8}));
+  nn::MaxPool2d pool(2);
+  nn::AvgPool2d avg(nn::AvgPool2dOptions(3).stride(2).ceil_mode(true));
+  nn::MaxPool2d pool_designated({.kernel_size = 3, .stride = 2, .padding = 1});
+  EXPECT_EQ(pool.describe(), "MaxPool2d(kernel=2, stride=2, padding=0)");
+  EXPECT_EQ(pool.forward(randn({1, 2, 8, 8})).shape(), Shape({1, 2, 4, 4}));
+  EXPECT_EQ(avg.forward(randn({1, 2, 7, 7})).shape(), Shape({1, 2, 3, 3}));
+  EXPECT_EQ(pool_designated.describe(), "MaxPool2d(kernel=3, stride=2, padding=1)");
 }

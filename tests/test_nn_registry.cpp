@@ -122,3 +122,31 @@ TEST(Registry, Errors) {
   expect_error({spec("adaptive_max_pool2d")}, {"(adaptive_max_pool2d)", "output_size"}, {1, 3, 3});
   expect_error({spec("dropout", {{"p", 1.5}})}, {"'p' must be in [0, 1)"});
 }
+
+// conv1d over [C, L] samples: in_channels inferred, the output length PyTorch's.
+TEST(Registry, Conv1d) {
+  auto model = nn::build_sequential({spec("conv1d", {{"out_channels", int64_t{8}}, {"kernel_size", int64_t{5}}, {"stride", int64_t{2}},
+                                                     {"padding", int64_t{1}}, {"bias", false}}),
+                                     spec("relu"), spec("flatten"), spec("linear", {{"out_features", int64_t{3}}})},
+                                    {4, 20});
+  auto conv = std::dynamic_pointer_cast<nn::Conv1d>((*model)[0]);
+  ASSERT_NE(conv, nullptr);
+  EXPECT_EQ(conv->weight.shape(), Shape({8, 4, 5}));
+  EXPECT_FALSE(conv->bias.defined());
+  EXPECT_EQ(model->forward(randn({2, 4, 20})).shape(), Shape({2, 3}));  // L: (20 + 2 - 5) / 2 + 1 = 9
+  expect_error({spec("conv1d", {{"out_channels", int64_t{4}}, {"kernel_size", int64_t{3}}})},
+               {"cfg.yaml:3: model[0] (conv1d)", "needs sequence input [C, L]", "[1, 28, 28]"});
+}
+
+// Input sizes are inferred: a spec that gives one by hand hears so, not just "unknown key".
+TEST(Registry, InferredSizesGivenByHandSaySo) {
+  expect_error({spec("flatten"), spec("linear", {{"in_features", int64_t{784}}, {"out_features", int64_t{10}}}, "cfg.yaml:5: model[1]")},
+               {"cfg.yaml:5: model[1] (linear)", "'in_features' is not set by hand",
+                "input sizes are inferred from the previous layer", "here [784]", "remove the key"});
+  expect_error({spec("conv2d", {{"in_channels", int64_t{1}}, {"out_channels", int64_t{4}}, {"kernel_size", int64_t{3}}})},
+               {"(conv2d)", "'in_channels' is not set by hand", "inferred from the previous layer", "here [1, 28, 28]"});
+  expect_error({spec("conv1d", {{"in_channels", int64_t{4}}, {"out_channels", int64_t{4}}, {"kernel_size", int64_t{3}}})},
+               {"(conv1d)", "'in_channels' is not set by hand"}, {4, 10});
+  // other unknown keys keep the did-you-mean message
+  expect_error({spec("linear", {{"out_feature", int64_t{4}}})}, {"unknown key 'out_feature'", "did you mean 'out_features'"}, {4});
+}

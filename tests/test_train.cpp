@@ -249,6 +249,25 @@ TEST(Train, EvalAndDevicesReport) {
   }
 }
 
+// ember-eval names a device from the YAML (or --set) as that key, as ember-train does; --device as --device.
+TEST(Train, EvalNamesTheConfigDeviceAsItsKey) {
+  test::Scratch s;
+  const std::string cfg = s.write("dev.yaml", kConfig + "device: cuda:63\n");
+  const std::string ckpt = (s.dir() / "unused.safetensors").string();  // the device is checked first
+  const Result r = test::run(std::string(EMBER_EVAL_APP) + " --config " + cfg + " --checkpoint " + ckpt);
+  EXPECT_EQ(r.rc, 2) << r.output;
+  test::expect_in(r.output, {"dev.yaml:", ": device: device 'cuda:63' requested", "device: cpu works on every machine"});
+  EXPECT_EQ(r.output.find("--device"), std::string::npos) << r.output;
+  const Result set = test::run(std::string(EMBER_EVAL_APP) + " --config " + s.write("plain.yaml", kConfig) +
+                               " --checkpoint " + ckpt + " --set device=cuda:63");
+  EXPECT_EQ(set.rc, 2) << set.output;
+  test::expect_in(set.output, {"--set device=cuda:63: device: device 'cuda:63' requested"});
+  const Result flag = test::run(std::string(EMBER_EVAL_APP) + " --config " + cfg + " --checkpoint " + ckpt +
+                                " --device cuda:63");
+  EXPECT_EQ(flag.rc, 2) << flag.output;
+  test::expect_in(flag.output, {"--device cuda:63: device 'cuda:63' requested", "--device cpu works"});
+}
+
 // Every optimizer and scheduler the config offers builds and trains (2 epochs of 20 steps), and the lr
 // each epoch reports (the one its last step used) is the one its schedule gives.
 TEST(Train, EveryOptimizerAndSchedulerRuns) {

@@ -197,6 +197,16 @@ e_pad = torch.tensor([[1, 3, 1], [0, 2, 1]])
 case_both("embedding_pad", lambda w, i: F.embedding(i, w, padding_idx=1), consts={"i": e_pad}, w=torch.randn(4, 3))
 case_both("embedding_pad_neg", lambda w, i: F.embedding(i, w, padding_idx=-1), consts={"i": torch.tensor([3, 0, 3, 2])},
           w=torch.randn(4, 3))
+# conv1d (appended: the cases above keep their random draws): plain with bias; strided + padded + dilated;
+# grouped without bias; and one computed by PyTorch in f32.
+case("conv1d_plain", lambda x, w, b: F.conv1d(x, w, b, padding=1), x=torch.randn(2, 3, 9), w=torch.randn(4, 3, 3),
+     b=torch.randn(4))
+case("conv1d_strided", lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=2, dilation=2), x=torch.randn(2, 2, 11),
+     w=torch.randn(3, 2, 3), b=torch.randn(3))
+case("conv1d_grouped", lambda x, w: F.conv1d(x, w, stride=3, padding=1, groups=2), x=torch.randn(2, 4, 10),
+     w=torch.randn(6, 2, 4))
+case32("f32_conv1d", lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=1), x=torch.randn(3, 5, 16),
+       w=torch.randn(8, 5, 5), b=torch.randn(8))
 
 path = pathlib.Path(__file__).resolve().parent.parent / "tests" / "data" / "nn_golden.safetensors"
 save_file({k: v.clone().contiguous() for k, v in out.items()}, str(path), metadata={"torch": torch.__version__})

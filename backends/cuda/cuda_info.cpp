@@ -12,6 +12,9 @@
 namespace ember::cuda {
 namespace {
 
+// What to do instead, in C++ terms (the apps add their --device advice).
+constexpr const char* kUseCpu = "use the CPU instead (kCPU; move a model or tensor there with .to(kCPU))";
+
 struct Probe {
   int count = 0;
   std::string reason;
@@ -26,23 +29,23 @@ const Probe& probe() {
     switch (err) {
       case cudaSuccess:
       case cudaErrorNoDevice:
-        r.reason = "no CUDA GPU is present on this machine (the driver reports 0 devices); use --device cpu";
+        r.reason = std::string("no CUDA GPU is present on this machine (the driver reports 0 devices); ") + kUseCpu;
         break;
       case cudaErrorInsufficientDriver: {
         int driver = 0, runtime = 0;
         cudaDriverGetVersion(&driver);
         cudaRuntimeGetVersion(&runtime);
         r.reason = driver == 0
-                       ? "no NVIDIA driver is installed (libcuda.so not found); install the driver or use --device cpu"
+                       ? std::string("no NVIDIA driver is installed (libcuda.so not found); install the driver or ") + kUseCpu
                        : "the NVIDIA driver (CUDA " + std::to_string(driver / 1000) + "." +
                              std::to_string(driver % 1000 / 10) + ") is too old for this build's CUDA runtime (" +
                              std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10) +
-                             "); update the driver or use --device cpu";
+                             "); update the driver or " + kUseCpu;
         break;
       }
       default:
         r.reason = std::string("CUDA is unusable: ") + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) +
-                   "); use --device cpu";
+                   "); " + kUseCpu;
     }
     cudaGetLastError();  // clear the sticky error state of the failed query
     return r;

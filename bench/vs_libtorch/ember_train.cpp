@@ -27,10 +27,12 @@ int main(int argc, char** argv) {
           std::make_shared<nn::Linear>(256, 128, true, &gen), std::make_shared<nn::ReLU>(),
           std::make_shared<nn::Linear>(128, 10, true, &gen)});
     } else {  // cnn: conv 32 + BN + ReLU + pool, conv 64 + BN + ReLU + pool, linear 128, linear 10
-      const nn::Conv2dOptions c3{{3, 3}, {1, 1}, {1, 1}};
+      const auto conv = [&](int64_t in, int64_t out) {  // as torch_train.cpp writes it
+        return std::make_shared<nn::Conv2d>(nn::Conv2dOptions(in, out, 3).padding(1), &gen);
+      };
       model = std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
-          std::make_shared<nn::Conv2d>(1, 32, c3, &gen), std::make_shared<nn::BatchNorm2d>(32), std::make_shared<nn::ReLU>(),
-          std::make_shared<nn::MaxPool2d>(2), std::make_shared<nn::Conv2d>(32, 64, c3, &gen),
+          conv(1, 32), std::make_shared<nn::BatchNorm2d>(32), std::make_shared<nn::ReLU>(),
+          std::make_shared<nn::MaxPool2d>(2), conv(32, 64),
           std::make_shared<nn::BatchNorm2d>(64), std::make_shared<nn::ReLU>(), std::make_shared<nn::MaxPool2d>(2),
           std::make_shared<nn::Flatten>(), std::make_shared<nn::Linear>(64 * 7 * 7, 128, true, &gen),
           std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(128, 10, true, &gen)});
