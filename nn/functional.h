@@ -93,11 +93,11 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, const EmbeddingFun
 
 // --- attention --------------------------------------------------------------------------------------------
 struct AttentionOptions {
-  Tensor attn_mask;             // bool (true = attend) or q's dtype (added to the scores), broadcastable to
+  Tensor attn_mask{};           // bool (true = attend) or q's dtype (added to the scores), broadcastable to
                                 // [..., L, S]; undefined: none. It gets no gradient.
   bool is_causal = false;       // mask key j > query i (top-left aligned); not together with attn_mask
   double dropout_p = 0.0;       // applied to the attention weights when > 0 (pass 0 in eval, as PyTorch)
-  std::optional<double> scale;  // default 1/sqrt(E)
+  std::optional<double> scale{};  // default 1/sqrt(E)
   Generator* gen = nullptr;     // the dropout's generator; nullptr: the default generator
 };
 // torch.nn.functional.scaled_dot_product_attention: softmax(q·kᵀ·scale + mask) · v, with the dropout on the

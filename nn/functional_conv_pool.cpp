@@ -1,6 +1,7 @@
 // conv2d and pooling: fused Backend ops with fused backward passes.
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "autograd/node.h"
 #include "core/raw.h"
@@ -101,6 +102,24 @@ struct Pool2dBackward : autograd::Node {
   }
 };
 
+// The pooling op on the contiguous batched x into [N, C, OH, OW] (and the indices of the maxima for max),
+// recorded for autograd against b.x.
+std::pair<Tensor, Tensor> run_pool(PoolOp op, const Batched& b, const Tensor& x, int64_t OH, int64_t OW,
+                                   const Pool2dParams& p) {
+  Tensor y = raw::empty({x.size(0), x.size(1), OH, OW}, x.dtype(), x.device());
+  Tensor idx = op == PoolOp::max ? raw::empty(y.shape(), DType::i64, x.device()) : Tensor();
+  const TensorArg ia = idx.defined() ? idx.arg() : TensorArg{};
+  backend(x.device()).pool2d_forward(op, x.arg(), y.arg(), idx.defined() ? &ia : nullptr, p);
+  if (auto node = autograd::make_node<Pool2dBackward>(b.x)) {
+    node->op = op;
+    node->p = p;
+    node->input_shape = x.shape();
+    if (idx.defined()) node->indices.save(idx);
+    autograd::set_history(y, std::move(node));
+  }
+  return {y, idx};
+}
+
 Tensor pool2d(PoolOp op, const Tensor& input, const Pool2dOptions& o) {
   const char* name = op == PoolOp::max ? "max_pool2d" : "avg_pool2d";
   const Batched b(input, name);
@@ -124,18 +143,7 @@ Tensor pool2d(PoolOp op, const Tensor& input, const Pool2dOptions& o) {
   const int64_t OW = out_size(x.size(3), p.padding[1], 1, p.kernel[1], p.stride[1], o.ceil_mode());
   const int64_t no_dilation[2] = {1, 1};
   check_output_size(name, input.shape(), p.kernel, no_dilation, p.stride, p.padding, OH, OW, o.ceil_mode());
-  Tensor y = raw::empty({x.size(0), x.size(1), OH, OW}, x.dtype(), x.device());
-  Tensor idx = op == PoolOp::max ? raw::empty(y.shape(), DType::i64, x.device()) : Tensor();
-  const TensorArg ia = idx.defined() ? idx.arg() : TensorArg{};
-  backend(x.device()).pool2d_forward(op, x.arg(), y.arg(), idx.defined() ? &ia : nullptr, p);
-  if (auto node = autograd::make_node<Pool2dBackward>(b.x)) {
-    node->op = op;
-    node->p = p;
-    node->input_shape = x.shape();
-    if (idx.defined()) node->indices.save(idx);
-    autograd::set_history(y, std::move(node));
-  }
-  return b.finish(y);
+  return b.finish(run_pool(op, b, x, OH, OW, p).first);
 }
 
 }  // namespace
@@ -222,17 +230,7 @@ std::tuple<Tensor, Tensor> adaptive_pool2d(PoolOp op, const Tensor& input, int64
   Pool2dParams p;
   p.adaptive = true;
   const Tensor x = raw::contiguous(b.x);
-  Tensor y = raw::empty({x.size(0), x.size(1), out_h, out_w}, x.dtype(), x.device());
-  Tensor idx = op == PoolOp::max ? raw::empty(y.shape(), DType::i64, x.device()) : Tensor();
-  const TensorArg ia = idx.defined() ? idx.arg() : TensorArg{};
-  backend(x.device()).pool2d_forward(op, x.arg(), y.arg(), idx.defined() ? &ia : nullptr, p);
-  if (auto node = autograd::make_node<Pool2dBackward>(b.x)) {
-    node->op = op;
-    node->p = p;
-    node->input_shape = x.shape();
-    if (idx.defined()) node->indices.save(idx);
-    autograd::set_history(y, std::move(node));
-  }
+  auto [y, idx] = run_pool(op, b, x, out_h, out_w, p);
   return {b.finish(y), idx.defined() ? b.finish(idx) : Tensor()};
 }
 

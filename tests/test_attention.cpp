@@ -49,7 +49,7 @@ struct GoldenCase {
   std::string name;
   bool mask = false;
   bool causal = false;
-  std::optional<double> scale;
+  std::optional<double> scale{};
 };
 
 void PrintTo(const GoldenCase& c, std::ostream* os) { *os << c.name; }

@@ -138,6 +138,22 @@ inline std::vector<double> map(const std::vector<double>& values, double (*f)(do
   return out;
 }
 
+// Largest |a - b| / (atol + rtol·|b|) over the elements, after checking the shapes agree: at most 1 when a
+// matches the reference b. NaN matches NaN and equal infinities match; any other non-finite reference value
+// that a differs from counts as an infinite mismatch.
+inline double golden_mismatch(const Tensor& a, const Tensor& b, double rtol, double atol) {
+  EXPECT_EQ(a.shape(), b.shape());
+  const std::vector<double> va = a.to(DType::f64).to_vector<double>(), vb = b.to(DType::f64).to_vector<double>();
+  EXPECT_EQ(va.size(), vb.size());
+  double worst = 0;
+  for (size_t i = 0; i < va.size() && i < vb.size(); ++i) {
+    if ((std::isnan(va[i]) && std::isnan(vb[i])) || va[i] == vb[i]) continue;
+    const double d = std::isfinite(vb[i]) ? std::abs(va[i] - vb[i]) / (atol + rtol * std::abs(vb[i])) : INFINITY;
+    worst = std::max(worst, std::isnan(d) ? INFINITY : d);
+  }
+  return worst;
+}
+
 // A tensor from a golden file in tests/data (written by PyTorch through tools/make_*_golden.py). Each file
 // is read once. Throws naming the file, the tensor and the script to rerun when the tensor is missing.
 inline const safetensors::Contents& golden_file(const std::string& file) {

@@ -57,15 +57,6 @@ const std::vector<GoldenCase>& golden_cases() {
   return cases;
 }
 
-double mismatch(const Tensor& a, const Tensor& b, double rtol, double atol) {
-  EXPECT_EQ(a.shape(), b.shape());
-  const std::vector<double> va = a.to_vector<double>(), vb = b.to_vector<double>();
-  double worst = 0;
-  for (size_t i = 0; i < va.size() && i < vb.size(); ++i)
-    worst = std::max(worst, std::abs(va[i] - vb[i]) / (atol + rtol * std::abs(vb[i])));
-  return worst;
-}
-
 class IndexGolden : public ::testing::TestWithParam<std::tuple<size_t, DType>> {};
 
 TEST_P(IndexGolden, ForwardAndGradients) {
@@ -81,10 +72,10 @@ TEST_P(IndexGolden, ForwardAndGradients) {
   (y * golden(kFile, key + "r")).sum().backward();
   // Pure data movement is exact; index_add's repeated indices add in PyTorch's order, up to an ulp.
   const double rtol = dtype == DType::f32 ? 1e-6 : 1e-14, atol = rtol;
-  EXPECT_LE(mismatch(y, golden(kFile, key + "y"), rtol, atol), 1.0) << c.name << " forward";
-  EXPECT_LE(mismatch(x.grad(), golden(kFile, key + "gx"), rtol, atol), 1.0) << c.name << " gradient of x";
+  EXPECT_LE(test::golden_mismatch(y, golden(kFile, key + "y"), rtol, atol), 1.0) << c.name << " forward";
+  EXPECT_LE(test::golden_mismatch(x.grad(), golden(kFile, key + "gx"), rtol, atol), 1.0) << c.name << " gradient of x";
   if (c.has_s) {
-    EXPECT_LE(mismatch(s.grad(), golden(kFile, key + "gs"), rtol, atol), 1.0) << c.name << " gradient of s";
+    EXPECT_LE(test::golden_mismatch(s.grad(), golden(kFile, key + "gs"), rtol, atol), 1.0) << c.name << " gradient of s";
   }
 }
 
@@ -104,7 +95,7 @@ void expect_same(const Tensor& got, const Tensor& expected, const std::string& w
   if (!is_floating(got.dtype())) {
     EXPECT_EQ(got.to_vector<double>(), expected.to_vector<double>()) << what;
   } else {
-    EXPECT_LE(mismatch(got, expected, got.dtype() == DType::f32 ? 2.4e-7 : 4.5e-16, 1e-300), 1.0) << what;
+    EXPECT_LE(test::golden_mismatch(got, expected, got.dtype() == DType::f32 ? 2.4e-7 : 4.5e-16, 1e-300), 1.0) << what;
   }
 }
 

@@ -365,19 +365,6 @@ const std::vector<UnaryCase>& golden_unary_cases() {
   return cases;
 }
 
-// Largest |a - b| / (atol + rtol·|b|): at most 1 when a matches b.
-double mismatch(const Tensor& a, const Tensor& b, double rtol, double atol) {
-  const std::vector<double> va = a.to(DType::f64).to_vector<double>(), vb = b.to(DType::f64).to_vector<double>();
-  EXPECT_EQ(va.size(), vb.size());
-  double worst = 0;
-  for (size_t i = 0; i < va.size() && i < vb.size(); ++i) {
-    if (std::isnan(va[i]) && std::isnan(vb[i])) continue;
-    if (va[i] == vb[i]) continue;  // equal infinities
-    worst = std::max(worst, std::abs(va[i] - vb[i]) / (atol + rtol * std::abs(vb[i])));
-  }
-  return worst;
-}
-
 class OpsGolden : public ::testing::TestWithParam<std::tuple<size_t, DType>> {};
 
 // f64 agrees to ~1e-13; f32 to a few ulp (PyTorch's vectorised f32 exp/log/tanh differ from the C
@@ -393,8 +380,8 @@ TEST_P(OpsGolden, ForwardAndGradient) {
   ASSERT_EQ(y.dtype(), dtype);
   (y * test::golden(file, key + "r")).sum().backward();
   const double rtol = dtype == DType::f32 ? 4e-6 : 1e-12, atol = dtype == DType::f32 ? 1e-6 : 1e-14;
-  EXPECT_LE(mismatch(y, test::golden(file, key + "y"), rtol, atol), 1.0) << name << " forward, " << dtype_name(dtype);
-  EXPECT_LE(mismatch(x.grad(), test::golden(file, key + "gx"), rtol, atol), 1.0) << name << " gradient, " << dtype_name(dtype);
+  EXPECT_LE(test::golden_mismatch(y, test::golden(file, key + "y"), rtol, atol), 1.0) << name << " forward, " << dtype_name(dtype);
+  EXPECT_LE(test::golden_mismatch(x.grad(), test::golden(file, key + "gx"), rtol, atol), 1.0) << name << " gradient, " << dtype_name(dtype);
 }
 
 INSTANTIATE_TEST_SUITE_P(, OpsGolden,

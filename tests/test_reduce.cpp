@@ -310,18 +310,6 @@ const std::vector<std::pair<const char*, std::function<Result(const Tensor&)>>>&
 }
 
 // Largest |a - b| / (atol + rtol·|b|): at most 1 when a matches b (NaN matches NaN, infinities must be equal).
-double mismatch(const Tensor& a, const Tensor& b, double rtol, double atol) {
-  EXPECT_EQ(a.shape(), b.shape());
-  const std::vector<double> va = a.to(DType::f64).to_vector<double>(), vb = b.to(DType::f64).to_vector<double>();
-  EXPECT_EQ(va.size(), vb.size());
-  double worst = 0;
-  for (size_t i = 0; i < va.size() && i < vb.size(); ++i) {
-    if ((std::isnan(va[i]) && std::isnan(vb[i])) || va[i] == vb[i]) continue;
-    worst = std::max(worst, std::isinf(vb[i]) || std::isnan(vb[i]) ? INFINITY : std::abs(va[i] - vb[i]) / (atol + rtol * std::abs(vb[i])));
-  }
-  return worst;
-}
-
 class ReduceGolden : public ::testing::TestWithParam<std::tuple<size_t, DType>> {};
 
 // f64 agrees to ~1e-13; f32 to a few ulp.
@@ -343,9 +331,9 @@ TEST_P(ReduceGolden, ForwardIndicesAndGradient) {
   }
   if (!has_values) return;
   ASSERT_EQ(values.dtype(), dtype);
-  EXPECT_LE(mismatch(values, test::golden(file, key + "y"), rtol, atol), 1.0) << name << " forward, " << dtype_name(dtype);
+  EXPECT_LE(test::golden_mismatch(values, test::golden(file, key + "y"), rtol, atol), 1.0) << name << " forward, " << dtype_name(dtype);
   (values * test::golden(file, key + "r")).sum().backward();
-  EXPECT_LE(mismatch(x.grad(), test::golden(file, key + "gx"), rtol, atol), 1.0) << name << " gradient, " << dtype_name(dtype);
+  EXPECT_LE(test::golden_mismatch(x.grad(), test::golden(file, key + "gx"), rtol, atol), 1.0) << name << " gradient, " << dtype_name(dtype);
 }
 
 INSTANTIATE_TEST_SUITE_P(, ReduceGolden,
