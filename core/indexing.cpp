@@ -173,6 +173,7 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, G
       }
       std::iota(order.begin(), order.end(), int64_t{0});
       std::partial_sort(order.begin(), order.begin() + num_samples, order.end(),
+                        // cppcheck-suppress arrayIndexThenCheck ; `a < b` breaks ties, it checks no bound
                         [&](int64_t a, int64_t b) { return key[a] > key[b] || (key[a] == key[b] && a < b); });
       std::copy(order.begin(), order.begin() + num_samples, o);
     }

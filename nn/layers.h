@@ -33,6 +33,7 @@ class Conv2d : public Module {
   explicit Conv2d(const Conv2dOptions& options, Generator* gen = nullptr);
   explicit Conv2d(const Conv2dOptions::Fields& options, Generator* gen = nullptr)
       : Conv2d(Conv2dOptions(options), gen) {}
+  // cppcheck-suppress passedByValue ; two integers, cheaper by value
   Conv2d(int64_t in_channels, int64_t out_channels, ExpandingArray<2> kernel_size, Generator* gen = nullptr)
       : Conv2d(Conv2dOptions(in_channels, out_channels, kernel_size), gen) {}
   Tensor forward(const Tensor& x) override;

@@ -102,6 +102,7 @@ class Pool2dOptions : public Pool2dFields {
   Pool2dOptions() = default;
   template <std::same_as<Fields> F>
   Pool2dOptions(const F& fields) : Fields(fields) {}                         // NOLINT: as ConvOptions
+  // cppcheck-suppress passedByValue ; two integers, cheaper by value
   Pool2dOptions(ExpandingArray<2> kernel_size) : Fields{kernel_size} {}     // NOLINT: {2, 3}
   Pool2dOptions(int64_t kernel_size) : Fields{kernel_size} {}               // NOLINT: max_pool2d(x, 2)
   EMBER_OPTION(ExpandingArray<2>, kernel_size)
