@@ -19,8 +19,8 @@ torch.manual_seed(0)
 out = {}
 
 
-def case(name, fn, **inputs):
-    leaves = {k: v.clone().double().requires_grad_(v.is_floating_point()) for k, v in inputs.items()}
+def case(name, fn, dtype=torch.float64, **inputs):
+    leaves = {k: v.clone().to(dtype).requires_grad_(v.is_floating_point()) for k, v in inputs.items()}
     y = fn(**leaves)
     r = torch.randn_like(y)
     (y * r).sum().backward()
@@ -34,16 +34,7 @@ def case(name, fn, **inputs):
 
 def case32(name, fn, **inputs):
     """As case, but inputs, output, cotangent and gradients stay f32 (PyTorch's f32 CPU kernels)."""
-    leaves = {k: v.clone().float().requires_grad_(v.is_floating_point()) for k, v in inputs.items()}
-    y = fn(**leaves)
-    r = torch.randn_like(y)
-    (y * r).sum().backward()
-    for k, v in leaves.items():
-        out[f"{name}.{k}"] = v.detach().contiguous()
-        if v.grad is not None:
-            out[f"{name}.g{k}"] = v.grad.contiguous()
-    out[f"{name}.y"] = y.detach().contiguous()
-    out[f"{name}.r"] = r.contiguous()
+    case(name, fn, torch.float32, **inputs)
 
 
 def idx(*shape, high):
