@@ -76,7 +76,9 @@ std::unique_ptr<optim::LRScheduler> make_scheduler(const TrainConfig& c, optim::
 void build_model(Session& s, bool for_training) {
   s.model_gen.manual_seed(s.config.seed);
   try {
-    s.model = nn::build_sequential(s.config.model, s.sample_shape, &s.model_gen);
+    s.model = nn::build_model(s.config.model,
+                              {.sample_shape = s.sample_shape, .dtype = s.input_dtype, .vocab_size = s.vocab_size},
+                              &s.model_gen);
   } catch (const Error& e) {
     throw ConfigError(e.what());  // the specs are config: exit code 2
   }
@@ -222,11 +224,15 @@ std::string dry_run_report(Session& s) {
     s.model->eval();
     Shape one{1};
     for (int64_t d : s.sample_shape) one.push_back(d);
-    Tensor x = zeros(one).to(s.device);
+    Tensor x = zeros(one, {.dtype = s.input_dtype}).to(s.device);
     activations += static_cast<double>(x.numel());
-    for (size_t i = 0; i < s.model->size(); ++i) {
-      x = (*s.model)[i]->forward(x);
-      activations += static_cast<double>(x.numel());
+    if (const auto* seq = dynamic_cast<const nn::Sequential*>(s.model.get())) {
+      for (size_t i = 0; i < seq->size(); ++i) {
+        x = (*seq)[i]->forward(x);
+        activations += static_cast<double>(x.numel());
+      }
+    } else {  // a whole model: its output only (an underestimate, said so below)
+      activations += static_cast<double>(s.model->forward(x).numel());
     }
     s.model->train();
   }

@@ -1,6 +1,6 @@
 #pragma once
 // Session: everything a TrainConfig describes, built and ready to train or evaluate on one device —
-// datasets and loaders, the model (through nn::build_sequential), optimizer and LR scheduler.
+// datasets and loaders, the model (through nn::build_model), optimizer and LR scheduler.
 //
 //   auto s = app::make_session(config, Device::parse("cpu"));
 //   for (auto& batch : *s->train_loader) { ... s->model->forward(batch.input.to(s->device)) ... }
@@ -25,8 +25,10 @@ struct Session {
   data::DatasetPtr train_set, test_set;
   std::unique_ptr<data::DataLoader> train_loader, test_loader;
   Generator model_gen;  // NOTE: the model's dropout layers point at it: a Session never moves
-  std::shared_ptr<nn::Sequential> model;
+  std::shared_ptr<nn::Module> model;  // a Sequential of the layer specs, or a whole model (nn::build_model)
   Shape sample_shape;  // one example's input after the transforms, e.g. {1, 28, 28}
+  DType input_dtype = DType::f32;  // i64 for token ids
+  int64_t vocab_size = 0;          // text data: the tokenizer's vocabulary; 0 otherwise
   std::unique_ptr<optim::Optimizer> optimizer;
   std::unique_ptr<optim::LRScheduler> scheduler;  // null for scheduler.type: none
   int64_t steps_per_epoch = 0;

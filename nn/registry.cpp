@@ -14,9 +14,25 @@ namespace {
 // wrong types with the spec's location.
 class Args {
  public:
-  Args(const LayerSpec& spec, const Shape& in) : in(in), spec_(spec) {}
+  Args(const LayerSpec& spec, const Shape& in, DType dtype, int64_t vocab_size)
+      : in(in), dtype(dtype), spec_(spec), vocab_size_(vocab_size) {}
 
-  const Shape in;  // the sample shape entering this layer (no batch dim)
+  const Shape in;     // the sample shape entering this layer (no batch dim)
+  const DType dtype;  // and its dtype (i64: token ids)
+
+  // The data's vocabulary size, for layers that take or predict token ids; an error without text data.
+  int64_t vocab(const char* what) const {
+    if (vocab_size_ <= 0)
+      error(std::string(what) + " needs a vocabulary size, which only text data has (data.dataset: text, whose "
+            "tokenizer gives it)");
+    return vocab_size_;
+  }
+  // Checks that the input is token ids (i64), as embeddings need.
+  void need_tokens(const char* what) const {
+    if (dtype != DType::i64)
+      error(std::string(what) + " takes token ids (i64), but the input here is " + std::string(dtype_name(dtype)) + " " + in.str() +
+            "; it goes first, on text data");
+  }
 
   bool has(const std::string& key) const { return find(key) != nullptr; }
   int64_t integer(const std::string& key, std::optional<int64_t> fallback = std::nullopt) const {
@@ -74,11 +90,13 @@ class Args {
   }
 
   const LayerSpec& spec_;
+  int64_t vocab_size_;
 };
 
 struct Entry {
   std::vector<std::string> keys;  // required first
   std::function<std::shared_ptr<Module>(const Args&, Generator*)> make;
+  bool whole_model = false;  // a complete model: the only spec, built unwrapped (build_model)
 };
 
 int64_t need_channels(const Args& a, const char* what) {
@@ -108,7 +126,7 @@ struct InferredKey {
 constexpr InferredKey kInferredKeys[] = {
     {"linear", "in_features", "the input's features"},     {"conv2d", "in_channels", "the input's channels"},
     {"conv1d", "in_channels", "the input's channels"},     {"batch_norm", "num_features", "the input's channels"},
-    {"layer_norm", "normalized_shape", "the input's last dim"},
+    {"layer_norm", "normalized_shape", "the input's last dim"}, {"embedding", "num_embeddings", "the vocabulary size"},
 };
 
 const std::map<std::string, Entry>& table() {
@@ -116,9 +134,11 @@ const std::map<std::string, Entry>& table() {
       {"linear",
        {{"out_features", "bias"},
         [](const Args& a, Generator* gen) -> std::shared_ptr<Module> {
-          if (a.in.size() != 1)
-            a.error("linear needs flat input [features], but the input here is " + a.in.str() + "; add {type: flatten} before it");
-          return std::make_shared<Linear>(a.in[0], a.integer("out_features"), a.boolean("bias", true), gen);
+          // [features], or [T, features] (a sequence: applied to each step, as PyTorch's Linear on the last dim)
+          if (a.in.size() != 1 && a.in.size() != 2)
+            a.error("linear needs input [features] or [T, features], but the input here is " + a.in.str() +
+                    "; add {type: flatten} before it");
+          return std::make_shared<Linear>(a.in.back(), a.integer("out_features"), a.boolean("bias", true), gen);
         }}},
       {"conv2d",
        {{"out_channels", "kernel_size", "stride", "padding", "dilation", "groups", "bias"},
@@ -182,6 +202,15 @@ const std::map<std::string, Entry>& table() {
         [](const Args& a, Generator*) -> std::shared_ptr<Module> {
           if (a.in.empty()) a.error("layer_norm needs at least one input dim");
           return std::make_shared<LayerNorm>(Shape{a.in.back()}, a.number("eps", 1e-5), a.boolean("affine", true));
+        }}},
+      {"embedding",
+       {{"embedding_dim", "padding_idx"},
+        [](const Args& a, Generator* gen) -> std::shared_ptr<Module> {
+          a.need_tokens("embedding");
+          const int64_t vocab = a.vocab("embedding");
+          if (!a.has("padding_idx")) return std::make_shared<Embedding>(vocab, a.integer("embedding_dim"), gen);
+          return std::make_shared<Embedding>(vocab, a.integer("embedding_dim"),
+                                             functional::EmbeddingFuncOptions{.padding_idx = a.integer("padding_idx")}, gen);
         }}},
       {"dropout",
        {{"p"},
@@ -254,42 +283,72 @@ std::string inferred_key_message(const std::string& type, const std::string& key
   return {};
 }
 
-std::shared_ptr<Sequential> build_sequential(const std::vector<LayerSpec>& specs, const Shape& sample_shape,
+namespace {
+
+// Builds one spec for input `shape`/`dtype`, checks it on a zero batch of one and moves them to its output.
+std::shared_ptr<Module> build_layer(const LayerSpec& spec, Shape& shape, DType& dtype, int64_t vocab_size,
+                                    Generator* gen) {
+  const auto it = table().find(spec.type);
+  EMBER_CHECK(it != table().end(), spec.where, ": unknown layer type '", spec.type, "'",
+              did_you_mean(spec.type, layer_types()), "; valid types: ", join(layer_types()));
+  const Entry& entry = it->second;
+  for (const auto& [key, value] : spec.args) {
+    if (const std::string why = inferred_key_message(spec.type, key, &shape); !why.empty())
+      detail::throw_error(spec.where, " (", spec.type, "): ", why);
+    EMBER_CHECK(std::find(entry.keys.begin(), entry.keys.end(), key) != entry.keys.end(), spec.where, " (",
+                spec.type, "): unknown key '", key, "'", did_you_mean(key, entry.keys), "; valid keys: ",
+                entry.keys.empty() ? std::string("none") : join(entry.keys));
+  }
+  const Args args(spec, shape, dtype, vocab_size);
+  std::shared_ptr<Module> layer;
+  try {
+    layer = entry.make(args, gen);
+    // The output shape for one sample, from a zero batch of one, without recording or side effects.
+    NoGradGuard no_grad;
+    layer->eval();
+    Shape batch{1};
+    for (int64_t s : shape) batch.push_back(s);
+    const Tensor y = layer->forward(zeros(batch, {.dtype = dtype}));
+    layer->train();
+    EMBER_CHECK(y.dim() >= 1 && y.size(0) == 1, "the layer changes the batch dim");
+    shape = Shape(std::span<const int64_t>(y.shape().data() + 1, y.dim() - 1));
+    dtype = y.dtype();
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    if (msg.rfind(spec.where, 0) == 0) throw;  // already located
+    args.error(std::string("does not fit the input ") + shape.str() + ": " + msg);
+  }
+  return layer;
+}
+
+}  // namespace
+
+bool is_whole_model(const std::string& type) {
+  const auto it = table().find(type);
+  return it != table().end() && it->second.whole_model;
+}
+
+std::shared_ptr<Sequential> build_sequential(const std::vector<LayerSpec>& specs, const ModelInput& input,
                                              Generator* gen) {
   auto model = std::make_shared<Sequential>();
-  Shape shape = sample_shape;
+  Shape shape = input.sample_shape;
+  DType dtype = input.dtype;
   for (const LayerSpec& spec : specs) {
-    const auto it = table().find(spec.type);
-    EMBER_CHECK(it != table().end(), spec.where, ": unknown layer type '", spec.type, "'",
-                did_you_mean(spec.type, layer_types()), "; valid types: ", join(layer_types()));
-    const Entry& entry = it->second;
-    for (const auto& [key, value] : spec.args) {
-      if (const std::string why = inferred_key_message(spec.type, key, &shape); !why.empty())
-        detail::throw_error(spec.where, " (", spec.type, "): ", why);
-      EMBER_CHECK(std::find(entry.keys.begin(), entry.keys.end(), key) != entry.keys.end(), spec.where, " (",
-                  spec.type, "): unknown key '", key, "'", did_you_mean(key, entry.keys), "; valid keys: ",
-                  entry.keys.empty() ? std::string("none") : join(entry.keys));
-    }
-    const Args args(spec, shape);
-    std::shared_ptr<Module> layer;
-    try {
-      layer = entry.make(args, gen);
-      // The output shape for one sample, from a zero batch of one, without recording or side effects.
-      NoGradGuard no_grad;
-      layer->eval();
-      Shape batch{1};
-      for (int64_t s : shape) batch.push_back(s);
-      const Tensor y = layer->forward(zeros(batch));
-      layer->train();
-      EMBER_CHECK(y.dim() >= 1 && y.size(0) == 1, "the layer changes the batch dim");
-      shape = Shape(std::span<const int64_t>(y.shape().data() + 1, y.dim() - 1));
-    } catch (const Error& e) {
-      const std::string msg = e.what();
-      if (msg.rfind(spec.where, 0) == 0) throw;  // already located
-      args.error(std::string("does not fit the input ") + shape.str() + ": " + msg);
-    }
-    model->push_back(std::move(layer));
+    EMBER_CHECK(!is_whole_model(spec.type) || specs.size() == 1, spec.where, " (", spec.type, "): ", spec.type,
+                " is a whole model: it must be the only entry of the model (model: {type: ", spec.type, ", ...})");
+    model->push_back(build_layer(spec, shape, dtype, input.vocab_size, gen));
   }
+  return model;
+}
+
+std::shared_ptr<Sequential> build_sequential(const std::vector<LayerSpec>& specs, const Shape& sample_shape,
+                                             Generator* gen) {
+  return build_sequential(specs, ModelInput{.sample_shape = sample_shape}, gen);
+}
+
+std::shared_ptr<Module> build_model(const std::vector<LayerSpec>& specs, const ModelInput& input, Generator* gen) {
+  auto model = build_sequential(specs, input, gen);
+  if (specs.size() == 1 && is_whole_model(specs[0].type)) return (*model)[0];
   return model;
 }
 

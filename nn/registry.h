@@ -38,10 +38,27 @@ std::vector<std::string> layer_keys(const std::string& type);
 // shape when given. Empty for any other key.
 std::string inferred_key_message(const std::string& type, const std::string& key, const Shape* input = nullptr);
 
+// What the model's input is, known before any layer is built.
+struct ModelInput {
+  Shape sample_shape;        // one example without the batch dim: {1, 28, 28} for images, {T} for token windows
+  DType dtype = DType::f32;  // i64 for token ids
+  int64_t vocab_size = 0;    // the tokenizer's vocabulary size with text data; 0 when the data has none
+};
+
+// Builds the model of `specs` for `input`: a Sequential of the layers, or, for a whole-model type (one that
+// is a complete model such as {type: gpt, ...}, which must then be the only spec), that module itself, so
+// its state_dict keys carry no "0." prefix. Layers are checked as build_sequential does.
+std::shared_ptr<Module> build_model(const std::vector<LayerSpec>& specs, const ModelInput& input,
+                                    Generator* gen = nullptr);
+// True for the whole-model types.
+bool is_whole_model(const std::string& type);
+
 // Builds the layers in order. `sample_shape` is one example without the batch dim ({1, 28, 28} for
 // Fashion-MNIST images). Each layer is built for the shape the previous one produces, checked by running
 // it on a zero batch of one (in eval mode). Throws ember::Error on any bad spec.
 std::shared_ptr<Sequential> build_sequential(const std::vector<LayerSpec>& specs, const Shape& sample_shape,
+                                             Generator* gen = nullptr);
+std::shared_ptr<Sequential> build_sequential(const std::vector<LayerSpec>& specs, const ModelInput& input,
                                              Generator* gen = nullptr);
 
 }  // namespace ember::nn

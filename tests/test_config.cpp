@@ -275,7 +275,7 @@ TEST(Config, BadConfigsExitWithCode2) {
       {"in_channels given by hand", "epochs: 1\nmodel:\n  - {type: conv2d, in_channels: 1, out_channels: 4, kernel_size: 3}\noptimizer: {lr: 0.1}\n",
        {}, {"bad.yaml:3: model[0] (conv2d)", "'in_channels' is not set by hand", "inferred from the previous layer"}},
       {"shapes do not connect", "epochs: 1\nmodel:\n  - {type: linear, out_features: 10}\n  - {type: conv2d, out_channels: 4, kernel_size: 3}\noptimizer: {lr: 0.1}\n",
-       {}, {"bad.yaml:3: model[0] (linear)", "needs flat input", "add {type: flatten}"}},
+       {}, {"bad.yaml:3: model[0] (linear)", "needs input [features]", "add {type: flatten}"}},
       {"pool larger than its input", "epochs: 1\nmodel:\n  - {type: conv2d, out_channels: 4, kernel_size: 3, stride: 4}\n  - {type: max_pool2d, kernel_size: 8, stride: 2}\noptimizer: {lr: 0.1}\n",
        {}, {"bad.yaml:4: model[1] (max_pool2d)", "[4, 7, 7]", "output size is too small", "kernel [8, 8]", "output [0, 0]"}},
       {"lr NaN", "epochs: 1\nmodel: [{type: flatten}]\noptimizer: {lr: .nan}\n", {}, {"bad.yaml:3", "optimizer.lr", "finite number > 0", "'.nan'"}},

@@ -4,6 +4,7 @@
 #include <ember/ember.h>
 
 #include "nn/registry.h"
+#include "test_helpers.h"
 
 using namespace ember;
 using nn::LayerSpec;
@@ -69,7 +70,7 @@ TEST(Registry, MlpOnFlatInputAndEveryType) {
   const Tensor x = from_vector<float>({-2, -0.1f, 0.3f, 3}, {1, 4});
   const Tensor y = gelu(hardtanh(softplus(elu(leaky_relu(silu(x), 0.2)), 2.0, 10.0), -0.5, 0.5), "tanh");
   EXPECT_EQ(acts->forward(x).to_vector<float>(), y.to_vector<float>());
-  EXPECT_EQ(nn::layer_types().size(), 21u);
+  EXPECT_EQ(nn::layer_types().size(), 22u);
   EXPECT_EQ(nn::layer_keys("linear"), (std::vector<std::string>{"out_features", "bias"}));
 }
 
@@ -96,7 +97,7 @@ TEST(Registry, Errors) {
   expect_error({spec("softplus", {{"beta", 0.0}})}, {"(softplus)", "'beta' must not be 0"});
   expect_error({spec("linear", {{"out_features", 2.5}})}, {"'out_features' must be an integer"}, {4});
   expect_error({spec("relu", {{"inplace", true}})}, {"unknown key 'inplace'", "valid keys: none"});
-  expect_error({spec("linear", {{"out_features", int64_t{10}}})}, {"linear needs flat input", "[1, 28, 28]", "flatten"});
+  expect_error({spec("linear", {{"out_features", int64_t{10}}})}, {"linear needs input [features]", "[1, 28, 28]", "flatten"});
   expect_error({spec("flatten"), spec("conv2d", {{"out_channels", int64_t{4}}, {"kernel_size", int64_t{3}}}, "cfg.yaml:9: model[1]")},
                {"cfg.yaml:9: model[1]", "conv2d needs image input [C, H, W]", "[784]"});
   expect_error({spec("conv2d", {{"out_channels", int64_t{4}}, {"kernel_size", int64_t{9}}})},
@@ -149,4 +150,21 @@ TEST(Registry, InferredSizesGivenByHandSaySo) {
                {"(conv1d)", "'in_channels' is not set by hand"}, {4, 10});
   // other unknown keys keep the did-you-mean message
   expect_error({spec("linear", {{"out_feature", int64_t{4}}})}, {"unknown key 'out_feature'", "did you mean 'out_features'"}, {4});
+}
+
+TEST(Registry, EmbeddingTakesTheVocabularyFromTheData) {
+  Generator gen(0);
+  const nn::ModelInput tokens{.sample_shape = {8}, .dtype = DType::i64, .vocab_size = 30};
+  auto model = nn::build_model({spec("embedding", {{"embedding_dim", int64_t{16}}}), spec("linear", {{"out_features", int64_t{30}}})},
+                               tokens, &gen);
+  EXPECT_EQ(model->forward(zeros({4, 8}, {.dtype = DType::i64})).shape(), Shape({4, 8, 30}));
+  EXPECT_EQ(model->named_parameters()[0].first, "0.weight");
+  EXPECT_EQ(model->named_parameters()[0].second.shape(), Shape({30, 16}));
+  // No vocabulary (image data), or float input: errors that say what embedding needs.
+  EXPECT_TRUE(test::throws_error([&] { nn::build_model({spec("embedding", {{"embedding_dim", int64_t{4}}})}, {.sample_shape = {8}, .dtype = DType::i64}); },
+                                 {"model[0] (embedding)", "vocabulary size", "data.dataset: text"}));
+  EXPECT_TRUE(test::throws_error([&] { nn::build_model({spec("embedding", {{"embedding_dim", int64_t{4}}})}, {.sample_shape = {1, 28, 28}, .vocab_size = 5}); },
+                                 {"takes token ids (i64)", "f32 [1, 28, 28]"}));
+  EXPECT_TRUE(test::throws_error([&] { nn::build_model({spec("embedding", {{"num_embeddings", int64_t{4}}})}, tokens); },
+                                 {"'num_embeddings' is not set by hand", "vocabulary size"}));
 }
