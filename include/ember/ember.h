@@ -11,6 +11,7 @@
 #include "core/tensor.h"
 #include "data/data.h"
 #include "nn/functional.h"
+#include "nn/causal_lm.h"
 #include "nn/layers.h"
 #include "nn/registry.h"
 #include "nn/serialize.h"
