@@ -12,6 +12,7 @@
 #include "data/data.h"
 #include "nn/functional.h"
 #include "nn/causal_lm.h"
+#include "nn/generation.h"
 #include "nn/layers.h"
 #include "nn/registry.h"
 #include "nn/serialize.h"
