@@ -7,6 +7,32 @@
 
 namespace ember::nn {
 
+namespace {
+struct WindowState : DecodeState {
+  Tensor tokens;  // the last `context` tokens seen, i64 [B, <= context]
+};
+}  // namespace
+
+WindowedLM::WindowedLM(std::shared_ptr<Module> model, int64_t vocab_size, int64_t context)
+    : model_(register_module("model", std::move(model))), vocab_size_(vocab_size), context_(context) {
+  EMBER_CHECK(vocab_size > 0 && context > 0, "WindowedLM: vocab_size and context must be positive, got ", vocab_size,
+              " and ", context);
+}
+
+std::unique_ptr<DecodeState> WindowedLM::start_decoding(int64_t) const { return std::make_unique<WindowState>(); }
+
+Tensor WindowedLM::decode(const Tensor& tokens, DecodeState& state) {
+  auto& s = dynamic_cast<WindowState&>(state);
+  const int64_t fresh = tokens.size(1);
+  Tensor all = s.tokens.defined() ? cat({s.tokens, tokens}, 1) : tokens;
+  if (all.size(1) > context_) all = all.narrow(1, all.size(1) - context_, context_).contiguous();
+  s.tokens = all;
+  s.length += fresh;
+  const Tensor logits = model_->forward(all);
+  const int64_t keep = std::min(fresh, all.size(1));  // a prompt longer than the window: its last part only
+  return logits.narrow(1, all.size(1) - keep, keep);
+}
+
 Tensor sample_next(const Tensor& logits, double temperature, int64_t top_k, Generator* gen) {
   EMBER_CHECK(logits.dim() == 2, "sample_next: logits must be [batch, vocab], got ", logits.shape().str());
   EMBER_CHECK(temperature >= 0 && std::isfinite(temperature), "sample_next: temperature must be >= 0, got ",

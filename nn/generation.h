@@ -15,6 +15,25 @@
 
 namespace ember::nn {
 
+// Any module mapping token ids [B, T] to logits [B, T, V] (a block-by-block model, say) as a CausalLM
+// without a cache: decode() keeps the tokens and runs forward over the last `context` of them, so each new
+// token costs a forward over the window (O(T²) attention for a transformer), not O(T). nn::GPT and
+// nn::RNNLanguageModel decode incrementally and do not need it.
+class WindowedLM : public CausalLM {
+ public:
+  WindowedLM(std::shared_ptr<Module> model, int64_t vocab_size, int64_t context);
+  Tensor forward(const Tensor& tokens) override { return model_->forward(tokens); }
+  int64_t vocab_size() const override { return vocab_size_; }
+  int64_t max_context() const override { return 0; }  // the window slides: no limit
+  std::unique_ptr<DecodeState> start_decoding(int64_t batch) const override;
+  Tensor decode(const Tensor& tokens, DecodeState& state) override;
+  std::string type_name() const override { return "WindowedLM"; }
+
+ private:
+  std::shared_ptr<Module> model_;
+  int64_t vocab_size_, context_;
+};
+
 struct GenerateOptions {
   int64_t max_new_tokens = 200;
   double temperature = 1.0;  // logits are divided by it; 0: greedy (the most likely token each step)
