@@ -120,3 +120,18 @@ TEST(SampleNext, Errors) {
   EXPECT_TRUE(test::throws_error([&] { nn::sample_next(zeros({1, 5}), -1.0, 0); }, {"temperature must be >= 0"}));
   EXPECT_TRUE(test::throws_error([&] { nn::sample_next(zeros({1, 5}), 1.0, -2); }, {"top_k must be >= 0"}));
 }
+
+TEST(Generate, WindowedLMServesAModelWithoutACache) {
+  auto table = std::make_shared<nn::Embedding>(5, 5);
+  table->weight.copy_(successor_table(5));
+  nn::WindowedLM lm(table, 5, 3);
+  EXPECT_EQ(nn::generate(lm, std::vector<int64_t>{0, 1, 2, 3}, {.max_new_tokens = 6, .temperature = 0}),
+            (std::vector<int64_t>{4, 0, 1, 2, 3, 4}));
+  // The window keeps the last 3 tokens; decode returns the logits of the new tokens only.
+  auto state = lm.start_decoding(1);
+  NoGradGuard no_grad;
+  const Tensor logits = lm.decode(from_vector<int64_t>({0, 1, 2, 3}, {1, 4}), *state);
+  EXPECT_EQ(logits.shape(), Shape({1, 3, 5}));  // the prompt is longer than the window: its last 3
+  EXPECT_EQ(lm.decode(from_vector<int64_t>({4}, {1, 1}), *state).shape(), Shape({1, 1, 5}));
+  EXPECT_EQ(state->length, 5);
+}
