@@ -210,20 +210,18 @@ nn::SpecValue spec_value(const Section& layer, const std::string& key, const YAM
   layer.fail(key, "expected a number, true/false, a string or a list of integers");
 }
 
-// model: a list of layer specs whose keys the layer registry (nn/registry.h) describes.
+// model: a list of layer specs whose keys the layer registry (nn/registry.h) describes, or one mapping for a
+// whole model ({type: gpt, ...}), read as a list of that one spec.
 void read_model(Section& top, const std::string& key, TrainConfig& c) {
   const Origins& origins = top.origins();
-  const YAML::Node list = top.node(key);
-  if (!list.IsSequence() || list.size() == 0)
-    throw ConfigError(origins.where("model", list) + ": model: expected a non-empty list of layer specs");
-  for (size_t i = 0; i < list.size(); ++i) {
-    const std::string path = "model[" + std::to_string(i) + "]";
-    Section layer(list[i], path, origins);
+  const YAML::Node node = top.node(key);
+  const auto read_spec = [&](const YAML::Node& item, const std::string& path, const std::string& origin_key) {
+    Section layer(item, path, origins);
     nn::LayerSpec spec;
-    spec.where = origins.where("model." + std::to_string(i), list[i]) + ": " + path;
+    spec.where = origins.where(origin_key, item) + ": " + path;
     spec.type = layer.choice("type", "", nn::layer_types());
     std::vector<std::string> keys = nn::layer_keys(spec.type);
-    for (const auto& kv : list[i]) {
+    for (const auto& kv : item) {
       const std::string name = kv.first.Scalar();
       if (name == "type") continue;
       if (std::find(keys.begin(), keys.end(), name) == keys.end()) {
@@ -236,13 +234,28 @@ void read_model(Section& top, const std::string& key, TrainConfig& c) {
       spec.args.emplace_back(name, spec_value(layer, name, kv.second));
     }
     c.model.push_back(std::move(spec));
+  };
+  if (node.IsMap()) {
+    read_spec(node, "model", "model");
+    if (!nn::is_whole_model(c.model.back().type))
+      throw ConfigError(c.model.back().where + " (" + c.model.back().type + "): " + c.model.back().type +
+                        " is a layer; a model of layers is a list (model: [{type: " + c.model.back().type +
+                        ", ...}, ...]); a mapping names a whole model");
+    return;
   }
+  if (!node.IsSequence() || node.size() == 0)
+    throw ConfigError(origins.where("model", node) +
+                      ": model: expected a non-empty list of layer specs, or one whole model ({type: gpt, ...})");
+  for (size_t i = 0; i < node.size(); ++i)
+    read_spec(node[i], "model[" + std::to_string(i) + "]", "model." + std::to_string(i));
 }
 
 void emit_model(YAML::Emitter& out, const TrainConfig& c) {
-  out << YAML::BeginSeq;
+  const bool whole = c.model.size() == 1 && nn::is_whole_model(c.model[0].type);  // written as it is read: a mapping
+  if (!whole) out << YAML::BeginSeq;
   for (const nn::LayerSpec& spec : c.model) {
-    out << YAML::Flow << YAML::BeginMap << YAML::Key << "type" << YAML::Value << spec.type;
+    if (!whole) out << YAML::Flow;
+    out << YAML::BeginMap << YAML::Key << "type" << YAML::Value << spec.type;
     for (const auto& [key, value] : spec.args) {
       out << YAML::Key << key << YAML::Value;
       std::visit(
@@ -256,7 +269,7 @@ void emit_model(YAML::Emitter& out, const TrainConfig& c) {
     }
     out << YAML::EndMap;
   }
-  out << YAML::EndSeq;
+  if (!whole) out << YAML::EndSeq;
 }
 
 std::string doc_transforms() { return schema::describe(schema::keys_of(transform_fields())); }
@@ -268,6 +281,12 @@ std::string doc_model() {
     for (std::string& k : keys) k = "`" + k + "`";
     out += "| `" + type + "` | " + (keys.empty() ? "—" : join(keys)) + " |\n";
   }
+  std::vector<std::string> whole;
+  for (const std::string& type : nn::layer_types())
+    if (nn::is_whole_model(type)) whole.push_back("`" + type + "`");
+  if (!whole.empty())
+    out += "\nWhole models (" + join(whole) + ") are given as one mapping instead of a list: `model: {type: " +
+           whole.front().substr(1, whole.front().size() - 2) + ", ...}`.\n";
   return out;
 }
 

@@ -279,6 +279,8 @@ TEST(Config, BadConfigsExitWithCode2) {
       {"pool larger than its input", "epochs: 1\nmodel:\n  - {type: conv2d, out_channels: 4, kernel_size: 3, stride: 4}\n  - {type: max_pool2d, kernel_size: 8, stride: 2}\noptimizer: {lr: 0.1}\n",
        {}, {"bad.yaml:4: model[1] (max_pool2d)", "[4, 7, 7]", "output size is too small", "kernel [8, 8]", "output [0, 0]"}},
       {"lr NaN", "epochs: 1\nmodel: [{type: flatten}]\noptimizer: {lr: .nan}\n", {}, {"bad.yaml:3", "optimizer.lr", "finite number > 0", "'.nan'"}},
+      {"a layer given as the whole model", "epochs: 1\nmodel: {type: linear, out_features: 3}\noptimizer: {lr: 0.1}\n",
+       {}, {"bad.yaml:2: model (linear)", "linear is a layer", "a model of layers is a list"}},
       {"unknown layer type", "epochs: 1\nmodel: [{type: flatten}, {type: lineer, out_features: 3}]\noptimizer: {lr: 0.1}\n",
        {}, {"bad.yaml:2", "model[1].type", "'lineer'", "did you mean 'linear'"}},
       {"bad --set", base, {"--set", "data.batch_size=0"}, {"--set data.batch_size=0", "data.batch_size", ">= 1"}},
