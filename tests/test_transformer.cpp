@@ -357,6 +357,11 @@ TEST(WeightTying, ListedSavedAndUpdatedOnce) {
   EXPECT_TRUE(test::throws_error(
       [&] { other.load_state_dict({{"bias", zeros({4})}, {"enc.weight", w2}, {"dec.weight", zeros({2})}}, true); },
       {"dec.weight (tied"}));
+  // Moving converts the one tensor (once), which every name still shares.
+  other.to(DType::f64);
+  EXPECT_EQ(other.weight.dtype(), DType::f64);
+  EXPECT_EQ(other.dec->named_parameters()[0].second.impl_ptr(), other.enc->named_parameters()[0].second.impl_ptr());
+  EXPECT_EQ(other.weight.to_vector<double>(), w2.to(DType::f64).to_vector<double>());
   std::remove(path.c_str());
 }
 
