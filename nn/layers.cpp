@@ -137,10 +137,10 @@ std::string AdaptiveMaxPool2d::describe() const {
 
 std::string BatchNorm::describe() const { return type_name() + "(" + std::to_string(num_features) + ")"; }
 
-LayerNorm::LayerNorm(const Shape& shape, double eps, bool affine) : normalized_shape(shape), eps(eps) {
+LayerNorm::LayerNorm(const Shape& shape, double eps, bool affine, bool with_bias) : normalized_shape(shape), eps(eps) {
   if (affine) {
     weight = register_parameter("weight", ones(shape));
-    bias = register_parameter("bias", zeros(shape));
+    if (with_bias) bias = register_parameter("bias", zeros(shape));
   }
 }
 

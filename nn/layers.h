@@ -128,9 +128,11 @@ class BatchNorm2d : public BatchNorm {
       : BatchNorm(num_features, 2, eps, momentum, affine) {}
 };
 
+// Normalises over the trailing dims normalized_shape; with affine, weight = 1 and (unless bias = false,
+// PyTorch 2.1's LayerNorm(bias=False)) bias = 0 of that shape.
 class LayerNorm : public Module {
  public:
-  explicit LayerNorm(const Shape& normalized_shape, double eps = 1e-5, bool affine = true);
+  explicit LayerNorm(const Shape& normalized_shape, double eps = 1e-5, bool affine = true, bool bias = true);
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "LayerNorm"; }
   Tensor weight, bias;

@@ -47,26 +47,34 @@ void Module::add_child(const std::string& name, std::shared_ptr<Module> module) 
   children_.emplace_back(name, std::move(module));
 }
 
-void Module::collect(const std::string& prefix, bool recurse, Kind kind, NamedTensors& out) const {
+void Module::collect(const std::string& prefix, bool recurse, Kind kind, NamedTensors& out,
+                     std::vector<const TensorImpl*>* seen) const {
   for (const auto& [name, t] : kind == Kind::parameters ? parameters_ : buffers_) {
     if (kind == Kind::persistent_buffers &&
         std::find(non_persistent_.begin(), non_persistent_.end(), name) != non_persistent_.end())
       continue;
+    if (seen != nullptr) {
+      const TensorImpl* impl = t.impl_ptr().get();
+      if (std::find(seen->begin(), seen->end(), impl) != seen->end()) continue;  // tied: listed under its first name
+      seen->push_back(impl);
+    }
     out.emplace_back(prefix + name, t);
   }
   if (!recurse) return;
-  for (const auto& [name, child] : children_) child->collect(prefix + name + ".", true, kind, out);
+  for (const auto& [name, child] : children_) child->collect(prefix + name + ".", true, kind, out, seen);
 }
 
 NamedTensors Module::named_parameters(bool recurse) const {
   NamedTensors out;
-  collect("", recurse, Kind::parameters, out);
+  std::vector<const TensorImpl*> seen;
+  collect("", recurse, Kind::parameters, out, &seen);
   return out;
 }
 
 NamedTensors Module::named_buffers(bool recurse) const {
   NamedTensors out;
-  collect("", recurse, Kind::buffers, out);
+  std::vector<const TensorImpl*> seen;
+  collect("", recurse, Kind::buffers, out, &seen);
   return out;
 }
 
@@ -129,8 +137,10 @@ void Module::zero_grad(bool set_to_none) {
 }
 
 NamedTensors Module::state_dict() const {
-  NamedTensors out = named_parameters();
-  collect("", true, Kind::persistent_buffers, out);
+  NamedTensors out;
+  std::vector<const TensorImpl*> seen;
+  collect("", true, Kind::parameters, out, &seen);
+  collect("", true, Kind::persistent_buffers, out, &seen);
   return out;
 }
 
@@ -140,7 +150,20 @@ std::vector<std::string> Module::load_state_dict(const NamedTensors& state, bool
   std::vector<std::string> missing, misshaped, wrong_dtype;
   std::vector<std::pair<Tensor, const Tensor*>> copies;
   DType given_dtype = DType::f32, model_dtype = DType::f32;
-  for (auto& [name, t] : state_dict()) {
+  const NamedTensors own = state_dict();
+  // The other names of tied tensors: accepted when given (with the tensor's shape), never required.
+  NamedTensors every;
+  collect("", true, Kind::parameters, every, nullptr);
+  collect("", true, Kind::persistent_buffers, every, nullptr);
+  for (const auto& [name, t] : every) {
+    const bool first_name = std::any_of(own.begin(), own.end(), [&](const auto& e) { return e.first == name; });
+    const auto it = given.find(name);
+    if (first_name || it == given.end()) continue;
+    if (!(it->second->shape() == t.shape()))
+      misshaped.push_back(name + " (tied; model " + t.shape().str() + ", given " + it->second->shape().str() + ")");
+    given.erase(it);
+  }
+  for (const auto& [name, t] : own) {
     const auto it = given.find(name);
     if (it == given.end()) {
       missing.push_back(name);

@@ -53,6 +53,9 @@ class Module : public std::enable_shared_from_this<Module> {
   }
 
   // Recursive views (children's entries after this module's own, depth first, in registration order).
+  // Weight tying: a tensor registered in several places (the same TensorImpl, e.g. a language model's
+  // output layer sharing the token embedding's weight) is listed once, under the first name met, as
+  // PyTorch's remove_duplicate — so an optimizer over parameters() updates it once.
   std::vector<Tensor> parameters(bool recurse = true) const;
   NamedTensors named_parameters(bool recurse = true) const;
   std::vector<Tensor> buffers(bool recurse = true) const;
@@ -72,17 +75,22 @@ class Module : public std::enable_shared_from_this<Module> {
   // Clears gradients: to undefined (PyTorch's default), or to zeros with set_to_none = false.
   void zero_grad(bool set_to_none = true);
 
-  // Parameters then persistent buffers, named recursively, sharing storage with the module.
+  // Parameters then persistent buffers, named recursively, sharing storage with the module. A tied tensor
+  // is saved once, under its first name (safetensors files cannot hold two names for one tensor).
   NamedTensors state_dict() const;
   // Copies values in (converting device; shapes and dtypes must match). strict: every key must match;
-  // the error lists missing, unexpected, mis-shaped keys and dtype mismatches together. Returns the keys it did not use.
+  // the error lists missing, unexpected, mis-shaped keys and dtype mismatches together. The other names of
+  // a tied tensor are neither required nor rejected (PyTorch's files list every name; a given one must
+  // have the tensor's shape and is not copied: the first name's value is the one loaded). Returns the keys it did not use.
   std::vector<std::string> load_state_dict(const NamedTensors& state, bool strict = true);
 
  private:
   void add_child(const std::string& name, std::shared_ptr<Module> module);
   void check_name(const std::string& name, const char* what) const;
   enum class Kind { parameters, buffers, persistent_buffers };
-  void collect(const std::string& prefix, bool recurse, Kind kind, NamedTensors& out) const;
+  // Appends the entries of `kind`; with `seen`, only tensors not in it (and adds them): the de-duplicated view.
+  void collect(const std::string& prefix, bool recurse, Kind kind, NamedTensors& out,
+               std::vector<const TensorImpl*>* seen) const;
 
   NamedTensors parameters_;
   NamedTensors buffers_;

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "autograd/grad_mode.h"
+#include "nn/transformer.h"
 
 namespace ember::nn {
 namespace {
@@ -258,6 +259,74 @@ const std::map<std::string, Entry>& table() {
         }}},
       {"softmax",
        {{"dim"}, [](const Args& a, Generator*) -> std::shared_ptr<Module> { return std::make_shared<Softmax>(a.integer("dim", -1)); }}},
+      // --- sequence models: transformer layers over [T, D], and the whole GPT over token ids [T] ---
+      {"position_embedding",
+       {{"kind"},
+        [](const Args& a, Generator* gen) -> std::shared_ptr<Module> {
+          if (a.in.size() != 2)
+            a.error("position_embedding needs a sequence [T, D] (after an embedding), but the input here is " + a.in.str());
+          const std::string kind = a.text("kind", "learned");
+          // max_len is the input's T: the data's context
+          if (kind == "learned") return std::make_shared<LearnedPositionalEmbedding>(a.in[0], a.in[1], gen);
+          if (kind == "sinusoidal") return std::make_shared<SinusoidalPositionalEncoding>(a.in[0], a.in[1]);
+          a.error("'kind' must be learned or sinusoidal, got '" + kind + "'");
+        }}},
+      {"transformer_block",
+       {{"heads", "dim_feedforward", "dropout", "activation", "norm_first", "causal"},
+        [](const Args& a, Generator* gen) -> std::shared_ptr<Module> {
+          if (a.in.size() != 2)
+            a.error("transformer_block needs a sequence [T, D] (after an embedding), but the input here is " + a.in.str());
+          const int64_t d = a.in[1], heads = a.integer("heads");
+          if (heads <= 0 || d % heads != 0)
+            a.error("'heads' (" + std::to_string(heads) + ") must be positive and divide the input's dim " + std::to_string(d));
+          const double p = a.number("dropout", 0.1);
+          if (!(p >= 0 && p < 1)) a.error("'dropout' must be in [0, 1), got " + std::to_string(p));
+          const std::string activation = a.text("activation", "gelu");
+          if (activation != "relu" && activation != "gelu") a.error("'activation' must be relu or gelu, got '" + activation + "'");
+          const int64_t ff = a.integer("dim_feedforward", 4 * d);
+          if (ff <= 0) a.error("'dim_feedforward' must be positive, got " + std::to_string(ff));
+          return std::make_shared<TransformerBlock>(TransformerEncoderLayerOptions{.d_model = d,
+                                                                                   .nhead = heads,
+                                                                                   .dim_feedforward = ff,
+                                                                                   .dropout = p,
+                                                                                   .activation = activation,
+                                                                                   .batch_first = true,
+                                                                                   .norm_first = a.boolean("norm_first", true)},
+                                                    a.boolean("causal", true), gen);
+        }}},
+      {"lm_head",
+       {{"bias"},
+        [](const Args& a, Generator* gen) -> std::shared_ptr<Module> {
+          if (a.in.size() != 1 && a.in.size() != 2)
+            a.error("lm_head needs [T, D] or [D], but the input here is " + a.in.str());
+          return std::make_shared<Linear>(a.in.back(), a.vocab("lm_head"), a.boolean("bias", false), gen);
+        }}},
+      {"gpt",
+       {{"layers", "heads", "dim", "context", "dropout", "mlp_ratio", "position", "tie_weights", "bias"},
+        [](const Args& a, Generator* gen) -> std::shared_ptr<Module> {
+          a.need_tokens("gpt");
+          if (a.in.size() != 1) a.error("gpt takes token windows [T], but the input here is " + a.in.str());
+          const int64_t context = a.integer("context", a.in[0]);
+          if (context != a.in[0])
+            a.error("'context' (" + std::to_string(context) + ") must equal the data's context (its windows have " +
+                    std::to_string(a.in[0]) + " tokens): set data.context to the same value, or leave context out");
+          GPTOptions o{.vocab_size = a.vocab("gpt"),
+                       .context = context,
+                       .dim = a.integer("dim", 128),
+                       .layers = a.integer("layers", 4),
+                       .heads = a.integer("heads", 4),
+                       .mlp_ratio = a.integer("mlp_ratio", 4),
+                       .dropout = a.number("dropout", 0.1),
+                       .position = a.text("position", "learned"),
+                       .tie_weights = a.boolean("tie_weights", true),
+                       .bias = a.boolean("bias", true)};
+          try {
+            return std::make_shared<GPT>(o, gen);
+          } catch (const Error& e) {
+            a.error(e.what());
+          }
+        },
+        /*whole_model=*/true}},
   };
   return t;
 }

@@ -16,6 +16,7 @@
 #include "nn/layers.h"
 #include "nn/registry.h"
 #include "nn/serialize.h"
+#include "nn/transformer.h"
 #include "optim/optimizer.h"
 #include "optim/scheduler.h"
 
