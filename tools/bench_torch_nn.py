@@ -7,6 +7,7 @@ best configuration (docs/benchmarks.md): run as
     GLIBC_TUNABLES=glibc.malloc.mmap_threshold=268435456:glibc.malloc.trim_threshold=1073741824 \
     /usr/bin/python3 tools/bench_torch_nn.py [threads]
 """
+import os
 import sys
 import time
 
@@ -43,3 +44,25 @@ for N, C, H, O in [(64, 1, 28, 32), (64, 32, 14, 64)]:
     passes = 3 if C > 1 else 2
     print(f"conv2d N{N} C{C} H{H} O{O}: forward {flops / fwd / 1e9:.1f} GFLOP/s, "
           f"forward+backward {flops * passes / fb / 1e9:.1f} GFLOP/s")
+
+# bench_nn's BM_CharGptTrainStep: one training step of configs/char_gpt.yaml's model through tools/ember_gpt.py
+# (PyTorch's own TransformerEncoderLayer), batch 32 x 128 tokens, AdamW.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ember_gpt import GPT  # noqa: E402
+
+gpt = GPT(vocab_size=113, context=128, dim=128, layers=4, heads=4, mlp_ratio=4, dropout=0.1, position="learned",
+          tie_weights=True, bias=True)
+adamw = torch.optim.AdamW(gpt.parameters(), lr=1e-3)
+tokens, targets = torch.randint(0, 113, (32, 128)), torch.randint(0, 113, (32, 128))
+
+
+def gpt_step():
+    adamw.zero_grad()
+    loss = F.cross_entropy(gpt(tokens).flatten(0, 1), targets.flatten())
+    loss.backward()
+    adamw.step()
+    loss.item()
+
+
+t = timeit(gpt_step, 3.0)
+print(f"char GPT train step: {t * 1e3:.0f} ms ({32 * 128 / t:.0f} tokens/s)")
