@@ -6,6 +6,7 @@
 // Shapes: N batch, C channels, H/W spatial, O output channels, K kernel, D features.
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <tuple>
 
 #include "autograd/ops.h"
@@ -106,6 +107,21 @@ struct AttentionOptions {
 // no gradient, as PyTorch's math kernel since 2.5 (_safe_softmax; 2.0-2.4 gave NaN).
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                    const AttentionOptions& options = {});
+
+// --- recurrent cells --------------------------------------------------------------------------------------
+// The pointwise part of one LSTM / GRU step, one fused op each (backends/rnn_math.h), PyTorch's gate order.
+// lstm_cell_pointwise: gates [B, 4H] (x·W_ihᵀ + b_ih + h·W_hhᵀ + b_hh; order i, f, g, o), c_prev [B, H] →
+//   {h, c} [B, H] (c = σ(f)·c_prev + σ(i)·tanh(g), h = σ(o)·tanh(c)); differentiable in gates and c_prev.
+// gru_cell_pointwise: input_gates (x·W_ihᵀ + b_ih) and hidden_gates (h·W_hhᵀ + b_hh) [B, 3H] (order r, z, n),
+//   h_prev [B, H] → h' [B, H] (n = tanh(x_n + r·h_n), h' = n + z·(h_prev - n)), as PyTorch's fused GRU cell.
+std::pair<Tensor, Tensor> lstm_cell_pointwise(const Tensor& gates, const Tensor& c_prev);
+Tensor gru_cell_pointwise(const Tensor& input_gates, const Tensor& hidden_gates, const Tensor& h_prev);
+// One full step, torch.lstm_cell / torch.gru_cell: input [B, I] (or [I]), state [B, H] (or [H]), w_ih
+// [4H, I] / [3H, I], w_hh [4H, H] / [3H, H], biases [4H] / [3H] or undefined. Returns {h, c} / h.
+std::pair<Tensor, Tensor> lstm_cell(const Tensor& input, const Tensor& h, const Tensor& c, const Tensor& w_ih,
+                                    const Tensor& w_hh, const Tensor& b_ih = {}, const Tensor& b_hh = {});
+Tensor gru_cell(const Tensor& input, const Tensor& h, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih = {},
+                const Tensor& b_hh = {});
 
 // --- losses --------------------------------------------------------------------------------------------
 // Each takes one options struct shaped like LibTorch's torch::nn::functional::*FuncOptions. `weight` and

@@ -14,6 +14,7 @@
 #include "nn/causal_lm.h"
 #include "nn/layers.h"
 #include "nn/registry.h"
+#include "nn/rnn.h"
 #include "nn/serialize.h"
 #include "optim/optimizer.h"
 #include "optim/scheduler.h"
