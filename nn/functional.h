@@ -122,6 +122,18 @@ std::pair<Tensor, Tensor> lstm_cell(const Tensor& input, const Tensor& h, const 
                                     const Tensor& w_hh, const Tensor& b_ih = {}, const Tensor& b_hh = {});
 Tensor gru_cell(const Tensor& input, const Tensor& h, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih = {},
                 const Tensor& b_hh = {});
+// One direction of one recurrent layer over a sequence, as one autograd node (what nn::LSTM / nn::GRU run):
+// xp [T, B, G·H] is the input projection of every step (x·W_ihᵀ + b_ih, plus b_hh for an LSTM), w_hh
+// [G·H, H], b_hh [G·H] (GRU; undefined: none), h0 (and c0) [B, H]; reverse runs t = T-1 .. 0. Each step is one
+// h·W_hhᵀ GEMM and the fused cell; the backward is backpropagation through time with the fused cell
+// backward. Returns output [T, B, H], h_n and (LSTM) c_n [B, H].
+struct RecurrentSequence {
+  Tensor output, h_n, c_n;
+};
+RecurrentSequence lstm_sequence(const Tensor& xp, const Tensor& w_hh, const Tensor& h0, const Tensor& c0,
+                                bool reverse = false);
+RecurrentSequence gru_sequence(const Tensor& xp, const Tensor& w_hh, const Tensor& b_hh, const Tensor& h0,
+                               bool reverse = false);
 
 // --- losses --------------------------------------------------------------------------------------------
 // Each takes one options struct shaped like LibTorch's torch::nn::functional::*FuncOptions. `weight` and

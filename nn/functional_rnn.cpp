@@ -110,6 +110,151 @@ Tensor gru_cell_pointwise(const Tensor& input_gates, const Tensor& hidden_gates,
 
 namespace {
 
+// One direction of one recurrent layer over a whole sequence (nn::LSTM / nn::GRU), as one autograd node:
+// the forward runs the T steps (h·W_hhᵀ GEMM + fused cell each), the backward runs backpropagation through
+// time with the fused cell backward, writing each step's gate gradient into its slice of one [T, B, G]
+// buffer (a node per step would make every step's gradient a full [T, B, G] tensor: O(T²)). W_hh's
+// gradient is then one GEMM over all steps. Inputs: xp, w_hh, [b_hh (GRU with bias)], h0, [c0 (LSTM)].
+// Output: y [T, B, H] (LSTM: [T + 1, B, H], c_n in the last row).
+struct SequenceBackward : autograd::Node {
+  bool lstm = true, reverse = false, has_b_hh = false;
+  SavedTensor w_hh, h0, c0, y, cs, ws;
+  std::string_view name() const override { return lstm ? "lstm_sequence" : "gru_sequence"; }
+  void release() override {
+    for (SavedTensor* t : {&w_hh, &h0, &c0, &y, &cs, &ws}) t->release();
+  }
+  void backward(const Tensor& g, Tensor* grad_inputs) override {
+    const Tensor w = w_hh.unpack(*this), h_init = h0.unpack(*this), out = y.unpack(*this), work = ws.unpack(*this);
+    const Tensor c_init = lstm ? c0.unpack(*this) : Tensor(), cells = lstm ? cs.unpack(*this) : Tensor();
+    const Tensor gy = raw::contiguous(g);
+    const int64_t T = work.size(0), B = work.size(1), H = w.size(1), G = w.size(0);
+    const DType dt = w.dtype();
+    const Device dev = w.device();
+    Backend& be = backend(dev);
+    Tensor g_xp = raw::empty({T, B, G}, dt, dev);
+    Tensor g_hg = lstm ? g_xp : raw::empty({T, B, G}, dt, dev);  // GRU: the hidden gates' gradient apart
+    Tensor h_prev_all = raw::empty({T, B, H}, dt, dev);            // h_{t-1} of every step, for W_hh's gradient
+    Tensor gh_next = raw::empty({B, H}, dt, dev);
+    raw::fill_(gh_next, 0.0);
+    Tensor gc_next = lstm ? raw::contiguous(raw::select(gy, 0, T)) : Tensor();
+    const auto step_t = [&](int64_t p) { return reverse ? T - 1 - p : p; };
+    for (int64_t p = T - 1; p >= 0; --p) {
+      const int64_t t = step_t(p);
+      const Tensor h_prev = p == 0 ? h_init : raw::select(out, 0, step_t(p - 1));
+      raw::copy_(raw::select(h_prev_all, 0, t), h_prev);
+      const Tensor gh = raw::binary(BinaryOp::add, raw::select(gy, 0, t), gh_next);
+      const Tensor gxp_t = raw::select(g_xp, 0, t);
+      if (lstm) {
+        const Tensor c_prev = p == 0 ? c_init : raw::select(cells, 0, step_t(p - 1));
+        Tensor gc_prev = raw::empty({B, H}, dt, dev);
+        const TensorArg gha = gh.arg(), gca = gc_next.arg(), gcpa = gc_prev.arg();
+        be.lstm_cell_backward(&gha, &gca, c_prev.arg(), raw::select(cells, 0, t).arg(), raw::select(work, 0, t).arg(),
+                              gxp_t.arg(), &gcpa);
+        gh_next = raw::matmul(gxp_t, w);
+        gc_next = gc_prev;
+      } else {
+        const Tensor ghg_t = raw::select(g_hg, 0, t);
+        Tensor gh_prev = raw::empty({B, H}, dt, dev);
+        const TensorArg gxa = gxp_t.arg(), gha = ghg_t.arg(), ghpa = gh_prev.arg();
+        be.gru_cell_backward(gh.arg(), h_prev.arg(), raw::select(work, 0, t).arg(), &gxa, &gha, &ghpa);
+        gh_next = raw::binary(BinaryOp::add, gh_prev, raw::matmul(ghg_t, w));
+      }
+    }
+    int i = 0;
+    if (needs_grad(i)) grad_inputs[i] = g_xp;
+    ++i;
+    if (needs_grad(i))  // Σ_t g_tᵀ·h_{t-1}: [G, T·B] @ [T·B, H]
+      grad_inputs[i] = raw::matmul(raw::transpose(raw::view(g_hg, {T * B, G}), 0, 1), raw::view(h_prev_all, {T * B, H}));
+    ++i;
+    if (has_b_hh) {
+      if (needs_grad(i)) grad_inputs[i] = raw::reduce(ReduceOp::sum, g_hg, {0, 1}, false);
+      ++i;
+    }
+    if (needs_grad(i)) grad_inputs[i] = gh_next;
+    ++i;
+    if (lstm && needs_grad(i)) grad_inputs[i] = gc_next;
+  }
+};
+
+// The forward of SequenceBackward's op; returns {output, h_n, c_n}.
+RecurrentSequence run_sequence(bool lstm, const Tensor& xp_in, const Tensor& w_hh, const Tensor& b_hh,
+                               const Tensor& h0_in, const Tensor& c0_in, bool reverse) {
+  const char* op = lstm ? "lstm_sequence" : "gru_sequence";
+  const int gates = lstm ? 4 : 3;
+  EMBER_CHECK(xp_in.defined() && xp_in.dim() == 3, op, ": xp must be [T, B, ", gates, "·H], got ",
+              xp_in.defined() ? xp_in.shape().str() : std::string("an undefined tensor"));
+  EMBER_CHECK(is_floating(xp_in.dtype()), op, ": needs floating tensors, got xp ", dtype_name(xp_in.dtype()));
+  const int64_t T = xp_in.size(0), B = xp_in.size(1), G = xp_in.size(2), H = G / gates;
+  EMBER_CHECK(G % gates == 0 && H > 0, op, ": xp's last dim (", G, ") must be ", gates, "·hidden_size");
+  check_cell_tensor(op, "w_hh", w_hh, xp_in, G, H);
+  check_cell_tensor(op, "h0", h0_in, xp_in, B, H);
+  if (lstm) check_cell_tensor(op, "c0", c0_in, xp_in, B, H);
+  if (b_hh.defined()) {
+    raw::check_same_device(xp_in, b_hh, op);
+    EMBER_CHECK(b_hh.dtype() == xp_in.dtype() && b_hh.dim() == 1 && b_hh.size(0) == G, op, ": b_hh must be [", G, "] ",
+                dtype_name(xp_in.dtype()), ", got ", b_hh.shape(), " ", dtype_name(b_hh.dtype()));
+  }
+  if (T == 0) {
+    return {raw::empty({0, B, H}, xp_in.dtype(), xp_in.device()), h0_in, lstm ? c0_in : Tensor()};
+  }
+  const Tensor xp = raw::contiguous(xp_in), h0 = raw::contiguous(h0_in), c0 = lstm ? raw::contiguous(c0_in) : Tensor();
+  const Tensor whh_t = raw::transpose(w_hh, 0, 1);
+  const DType dt = xp.dtype();
+  const Device dev = xp.device();
+  Backend& be = backend(dev);
+  Tensor y = raw::empty({lstm ? T + 1 : T, B, H}, dt, dev);
+  Tensor cells = lstm ? raw::empty({T, B, H}, dt, dev) : Tensor();
+  Tensor work = raw::empty({T, B, 4 * H}, dt, dev);
+  Tensor h = h0, c = c0;
+  for (int64_t p = 0; p < T; ++p) {
+    const int64_t t = reverse ? T - 1 - p : p;
+    Tensor hg = raw::matmul(h, whh_t);
+    const Tensor y_t = raw::select(y, 0, t), w_t = raw::select(work, 0, t);
+    if (lstm) {
+      const Tensor gates_t = raw::binary(BinaryOp::add, raw::select(xp, 0, t), hg);
+      const Tensor c_t = raw::select(cells, 0, t);
+      be.lstm_cell_forward(gates_t.arg(), c.arg(), y_t.arg(), c_t.arg(), w_t.arg());
+      c = c_t;
+    } else {
+      if (b_hh.defined()) hg = raw::binary(BinaryOp::add, hg, b_hh);
+      be.gru_cell_forward(raw::select(xp, 0, t).arg(), hg.arg(), h.arg(), y_t.arg(), w_t.arg());
+    }
+    h = y_t;
+  }
+  if (lstm) raw::copy_(raw::select(y, 0, T), c);
+  std::vector<Tensor> inputs = {xp_in, w_hh};
+  if (b_hh.defined()) inputs.push_back(b_hh);
+  inputs.push_back(h0_in);
+  if (lstm) inputs.push_back(c0_in);
+  if (auto node = autograd::make_node<SequenceBackward>(inputs)) {
+    node->lstm = lstm;
+    node->reverse = reverse;
+    node->has_b_hh = b_hh.defined();
+    node->w_hh.save(w_hh);
+    node->h0.save(h0);
+    if (lstm) {
+      node->c0.save(c0);
+      node->cs.save(cells);
+    }
+    node->y.save(y, /*is_output=*/true);
+    node->ws.save(work);
+    autograd::set_history(y, std::move(node));
+  }
+  return {y.narrow(0, 0, T), y.select(0, reverse ? 0 : T - 1), lstm ? y.select(0, T) : Tensor()};
+}
+
+}  // namespace
+
+RecurrentSequence lstm_sequence(const Tensor& xp, const Tensor& w_hh, const Tensor& h0, const Tensor& c0, bool reverse) {
+  return run_sequence(true, xp, w_hh, Tensor(), h0, c0, reverse);
+}
+RecurrentSequence gru_sequence(const Tensor& xp, const Tensor& w_hh, const Tensor& b_hh, const Tensor& h0,
+                               bool reverse) {
+  return run_sequence(false, xp, w_hh, b_hh, h0, Tensor(), reverse);
+}
+
+namespace {
+
 // The input projection plus the hidden projection of one step, checked; `gates` = 4 (LSTM) or 3 (GRU).
 // Returns (x·W_ihᵀ + b_ih, h·W_hhᵀ + b_hh) for batched [B, I] / [B, H] operands.
 std::pair<Tensor, Tensor> cell_projections(const char* op, int gates, const Tensor& x, const Tensor& h,

@@ -91,23 +91,13 @@ RNNOutput RNNBase::forward_with_state(const Tensor& input, const Tensor& h0, con
       Tensor bias_in = bias_ih[k];
       if (lstm && bias_in.defined()) bias_in = bias_ih[k] + bias_hh[k];
       const Tensor xp = functional::linear(layer_input.reshape({T * B, in}), weight_ih[k], bias_in).view({T, B, G});
-      const Tensor whh_t = weight_hh[k].t();
-      Tensor h = h_init.select(0, static_cast<int64_t>(k)), c = lstm ? c_init.select(0, static_cast<int64_t>(k)) : Tensor();
-      std::vector<Tensor> outputs(static_cast<size_t>(T));
-      for (int64_t s = 0; s < T; ++s) {
-        const int64_t t = dir == 0 ? s : T - 1 - s;
-        Tensor hg = matmul(h, whh_t);
-        if (lstm) {
-          std::tie(h, c) = functional::lstm_cell_pointwise(xp.select(0, t) + hg, c);
-        } else {
-          if (bias_hh[k].defined()) hg = hg + bias_hh[k];
-          h = functional::gru_cell_pointwise(xp.select(0, t), hg, h);
-        }
-        outputs[static_cast<size_t>(t)] = h;
-      }
-      directions.push_back(T > 0 ? stack(outputs, 0) : zeros({0, B, H}, {.dtype = x.dtype(), .device = x.device()}));
-      h_n.push_back(h);
-      if (lstm) c_n.push_back(c);
+      const Tensor h_k = h_init.select(0, static_cast<int64_t>(k));
+      const functional::RecurrentSequence seq =
+          lstm ? functional::lstm_sequence(xp, weight_hh[k], h_k, c_init.select(0, static_cast<int64_t>(k)), dir == 1)
+               : functional::gru_sequence(xp, weight_hh[k], bias_hh[k], h_k, dir == 1);
+      directions.push_back(seq.output);
+      h_n.push_back(seq.h_n);
+      if (lstm) c_n.push_back(seq.c_n);
     }
     layer_input = D == 1 ? directions[0] : cat(directions, 2);
     if (layer + 1 < L && o.dropout > 0) layer_input = functional::dropout(layer_input, o.dropout, is_training(), gen_);

@@ -22,7 +22,8 @@ T* mptr(const TensorArg* a) {
 // Calls f(b, j) for every element of [B, H], rows split across threads.
 template <typename F>
 void for_each_cell(int64_t B, int64_t H, F&& f) {
-  parallel_for(B, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, H)), [&](int64_t begin, int64_t end) {
+  // A step is small (B·H elements, a few transcendentals each): threads only from about 8192 elements on.
+  parallel_for(B, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, H)), [&](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b)
       for (int64_t j = 0; j < H; ++j) f(b, j);
   });
