@@ -2,8 +2,9 @@
 // Recurrent layers (torch.nn.LSTM, GRU, LSTMCell, GRUCell) and a recurrent language model. PyTorch's
 // parameter names, shapes, gate order (LSTM i, f, g, o; GRU r, z, n) and initialisation U(-1/√H, 1/√H),
 // so a state_dict loads into PyTorch and back. Each layer runs one GEMM for the input projection of all T
-// steps, then per step one h·W_hhᵀ GEMM and the fused cell (nn::functional::lstm_cell_pointwise /
-// gru_cell_pointwise, one Backend op each way).
+// steps, then per step one h·W_hhᵀ GEMM and the fused cell (the lstm_cell / gru_cell Backend ops); each
+// layer direction is one autograd node (nn::functional::lstm_sequence / gru_sequence) whose backward is
+// backpropagation through time with the fused cell backward.
 //
 //   nn::LSTM lstm(nn::LSTMOptions(64, 256).num_layers(2).batch_first(true));
 //   auto [output, h_n, c_n] = lstm.forward_with_state(x);      // x [B, T, 64] → output [B, T, 256]
