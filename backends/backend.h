@@ -160,6 +160,13 @@ inline constexpr int kPinnedHostIndex = -1;
 //   log-sum-exp of the scores, all the backward needs besides out); mask: additive, q's dtype, a strided
 //   [B, H, L, S] view (broadcast dims have stride 0) or nullptr. A fully masked row gives 0 (PyTorch's
 //   _safe_softmax) and its lse is +inf. The backward recomputes the scores block by block and writes the requested input gradients.
+// lstm_cell / gru_cell: the pointwise part of one recurrent step (the matmuls are done outside), PyTorch's
+//   gate order. LSTM: gates [B, 4H] (x·W_ihᵀ + b_ih + h·W_hhᵀ + b_hh, order i, f, g, o), c_prev [B, H] → h, c
+//   [B, H] and workspace [B, 4H] (the activated gates, for the backward); backward: grad_h, grad_c (either
+//   nullptr: zero) → grad_gates [B, 4H] and grad_c_prev (nullptr: not computed). GRU: input_gates
+//   (x·W_ihᵀ + b_ih) and hidden_gates (h·W_hhᵀ + b_hh) [B, 3H] (order r, z, n), h_prev [B, H] → h [B, H] and
+//   workspace [B, 4H] (r, z, n, h_n); backward: grad_h → grad_input_gates, grad_hidden_gates [B, 3H],
+//   grad_h_prev [B, H] (each nullptr: not computed). Formulas: backends/rnn_math.h.
 #define EMBER_BACKEND_OPS(X)                                                                                       \
   X(copy, (const TensorArg& src, const TensorArg& dst))                                                            \
   X(copy_bytes_host, (void* device_ptr, void* host_ptr, size_t bytes, bool to_host, int device_index))             \
@@ -205,6 +212,17 @@ inline constexpr int kPinnedHostIndex = -1;
   X(layer_norm_backward, (const TensorArg& grad_y, const TensorArg& x, const TensorArg* weight,                    \
                           const TensorArg& save_mean, const TensorArg& save_invstd, const TensorArg* grad_x,       \
                           const TensorArg* grad_weight, const TensorArg* grad_bias))                               \
+  /* --- recurrent cells (backends/rnn_math.h): see the comment above the list --- */                             \
+  X(lstm_cell_forward, (const TensorArg& gates, const TensorArg& c_prev, const TensorArg& h, const TensorArg& c,   \
+                        const TensorArg& workspace))                                                               \
+  X(lstm_cell_backward, (const TensorArg* grad_h, const TensorArg* grad_c, const TensorArg& c_prev,                \
+                         const TensorArg& c, const TensorArg& workspace, const TensorArg& grad_gates,              \
+                         const TensorArg* grad_c_prev))                                                            \
+  X(gru_cell_forward, (const TensorArg& input_gates, const TensorArg& hidden_gates, const TensorArg& h_prev,       \
+                       const TensorArg& h, const TensorArg& workspace))                                            \
+  X(gru_cell_backward, (const TensorArg& grad_h, const TensorArg& h_prev, const TensorArg& workspace,              \
+                        const TensorArg* grad_input_gates, const TensorArg* grad_hidden_gates,                     \
+                        const TensorArg* grad_h_prev))                                                             \
   X(attention_forward, (const TensorArg& q, const TensorArg& k, const TensorArg& v, const TensorArg* mask,          \
                         const TensorArg& out, const TensorArg& lse, const AttentionParams& p))                     \
   X(attention_backward, (const TensorArg& q, const TensorArg& k, const TensorArg& v, const TensorArg* mask,         \

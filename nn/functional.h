@@ -6,6 +6,7 @@
 // Shapes: N batch, C channels, H/W spatial, O output channels, K kernel, D features.
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <tuple>
 
 #include "autograd/ops.h"
@@ -106,6 +107,33 @@ struct AttentionOptions {
 // no gradient, as PyTorch's math kernel since 2.5 (_safe_softmax; 2.0-2.4 gave NaN).
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                    const AttentionOptions& options = {});
+
+// --- recurrent cells --------------------------------------------------------------------------------------
+// The pointwise part of one LSTM / GRU step, one fused op each (backends/rnn_math.h), PyTorch's gate order.
+// lstm_cell_pointwise: gates [B, 4H] (x·W_ihᵀ + b_ih + h·W_hhᵀ + b_hh; order i, f, g, o), c_prev [B, H] →
+//   {h, c} [B, H] (c = σ(f)·c_prev + σ(i)·tanh(g), h = σ(o)·tanh(c)); differentiable in gates and c_prev.
+// gru_cell_pointwise: input_gates (x·W_ihᵀ + b_ih) and hidden_gates (h·W_hhᵀ + b_hh) [B, 3H] (order r, z, n),
+//   h_prev [B, H] → h' [B, H] (n = tanh(x_n + r·h_n), h' = n + z·(h_prev - n)), as PyTorch's fused GRU cell.
+std::pair<Tensor, Tensor> lstm_cell_pointwise(const Tensor& gates, const Tensor& c_prev);
+Tensor gru_cell_pointwise(const Tensor& input_gates, const Tensor& hidden_gates, const Tensor& h_prev);
+// One full step, torch.lstm_cell / torch.gru_cell: input [B, I] (or [I]), state [B, H] (or [H]), w_ih
+// [4H, I] / [3H, I], w_hh [4H, H] / [3H, H], biases [4H] / [3H] or undefined. Returns {h, c} / h.
+std::pair<Tensor, Tensor> lstm_cell(const Tensor& input, const Tensor& h, const Tensor& c, const Tensor& w_ih,
+                                    const Tensor& w_hh, const Tensor& b_ih = {}, const Tensor& b_hh = {});
+Tensor gru_cell(const Tensor& input, const Tensor& h, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih = {},
+                const Tensor& b_hh = {});
+// One direction of one recurrent layer over a sequence, as one autograd node (what nn::LSTM / nn::GRU run):
+// xp [T, B, G·H] is the input projection of every step (x·W_ihᵀ + b_ih, plus b_hh for an LSTM), w_hh
+// [G·H, H], b_hh [G·H] (GRU; undefined: none), h0 (and c0) [B, H]; reverse runs t = T-1 .. 0. Each step is one
+// h·W_hhᵀ GEMM and the fused cell; the backward is backpropagation through time with the fused cell
+// backward. Returns output [T, B, H], h_n and (LSTM) c_n [B, H].
+struct RecurrentSequence {
+  Tensor output, h_n, c_n;
+};
+RecurrentSequence lstm_sequence(const Tensor& xp, const Tensor& w_hh, const Tensor& h0, const Tensor& c0,
+                                bool reverse = false);
+RecurrentSequence gru_sequence(const Tensor& xp, const Tensor& w_hh, const Tensor& b_hh, const Tensor& h0,
+                               bool reverse = false);
 
 // --- losses --------------------------------------------------------------------------------------------
 // Each takes one options struct shaped like LibTorch's torch::nn::functional::*FuncOptions. `weight` and

@@ -7,6 +7,7 @@
 
 #include "autograd/grad_mode.h"
 #include "nn/transformer.h"
+#include "nn/rnn.h"
 
 namespace ember::nn {
 namespace {
@@ -128,7 +129,34 @@ constexpr InferredKey kInferredKeys[] = {
     {"linear", "in_features", "the input's features"},     {"conv2d", "in_channels", "the input's channels"},
     {"conv1d", "in_channels", "the input's channels"},     {"batch_norm", "num_features", "the input's channels"},
     {"layer_norm", "normalized_shape", "the input's last dim"}, {"embedding", "num_embeddings", "the vocabulary size"},
+    {"lstm", "input_size", "the input's features"},     {"gru", "input_size", "the input's features"},
 };
+
+// --- helpers of the recurrent entries ---
+int64_t positive(const Args& a, const std::string& key, std::optional<int64_t> fallback) {
+  const int64_t v = a.integer(key, fallback);
+  if (v <= 0) a.error("'" + key + "' must be positive, got " + std::to_string(v));
+  return v;
+}
+double unit_interval(const Args& a, const std::string& key, double fallback) {
+  const double v = a.number(key, fallback);
+  if (!(v >= 0 && v < 1)) a.error("'" + key + "' must be in [0, 1), got " + std::to_string(v));
+  return v;
+}
+// lstm / gru on a sequence [T, C] (batches [N, T, C]: batch_first), output [T, D·H].
+template <typename Layer>
+std::shared_ptr<Module> make_recurrent(const Args& a, Generator* gen) {
+  if (a.in.size() != 2 || a.dtype == DType::i64)
+    a.error("a recurrent layer needs a floating sequence [T, features], but the input here is " +
+            std::string(dtype_name(a.dtype)) + " " + a.in.str() + (a.dtype == DType::i64 ? "; put an embedding before it" : ""));
+  const auto o = RNNOptions(a.in[1], positive(a, "hidden_size", std::nullopt))
+                     .num_layers(positive(a, "num_layers", 1))
+                     .dropout(unit_interval(a, "dropout", 0.0))
+                     .bidirectional(a.boolean("bidirectional", false))
+                     .bias(a.boolean("bias", true))
+                     .batch_first(true);
+  return std::make_shared<Layer>(o, gen);
+}
 
 const std::map<std::string, Entry>& table() {
   static const std::map<std::string, Entry> t = {
@@ -325,6 +353,29 @@ const std::map<std::string, Entry>& table() {
           } catch (const Error& e) {
             a.error(e.what());
           }
+          },
+          /*whole_model=*/true}},
+      // --- recurrent layers (nn/rnn.h): [T, C] → [T, D·H] (batch_first), and the recurrent language model ---
+      {"lstm", {{"hidden_size", "num_layers", "dropout", "bidirectional", "bias"}, make_recurrent<LSTM>}},
+      {"gru", {{"hidden_size", "num_layers", "dropout", "bidirectional", "bias"}, make_recurrent<GRU>}},
+      {"rnn_lm",
+       {{"cell", "embedding_dim", "hidden_size", "num_layers", "dropout", "tie_weights"},
+        [](const Args& a, Generator* gen) -> std::shared_ptr<Module> {
+          a.need_tokens("rnn_lm");
+          if (a.in.size() != 1) a.error("rnn_lm takes a window of token ids [T], but the input here is " + a.in.str());
+          RNNLMOptions o;
+          o.vocab_size = a.vocab("rnn_lm");
+          o.cell = a.text("cell", o.cell);
+          if (o.cell != "lstm" && o.cell != "gru") a.error("'cell' must be lstm or gru, got '" + o.cell + "'");
+          o.embedding_dim = positive(a, "embedding_dim", o.embedding_dim);
+          o.hidden_size = positive(a, "hidden_size", o.hidden_size);
+          o.num_layers = positive(a, "num_layers", o.num_layers);
+          o.dropout = unit_interval(a, "dropout", o.dropout);
+          o.tie_weights = a.boolean("tie_weights", false);
+          if (o.tie_weights && o.embedding_dim != o.hidden_size)
+            a.error("'tie_weights: true' needs embedding_dim == hidden_size (the head reuses the embedding), got " +
+                    std::to_string(o.embedding_dim) + " and " + std::to_string(o.hidden_size));
+          return std::make_shared<RNNLanguageModel>(o, gen);
         },
         /*whole_model=*/true}},
   };

@@ -286,6 +286,86 @@ inline const Host kAttnMaskHost{{3, 5}, {0, -INFINITY, 0, 0, -INFINITY, -INFINIT
 inline const Tensor kAttnBias = from_vector<double>({0.5, -1, 0.25, 2, -0.5, 1, 0, -2, 0.75, 1.5, -0.25, 0.5, -1.5, 1, 0.125}, {3, 5});
 inline const Host kAttnBiasHost{{3, 5}, {0.5, -1, 0.25, 2, -0.5, 1, 0, -2, 0.75, 1.5, -0.25, 0.5, -1.5, 1, 0.125}};
 
+// --- recurrent cells (PyTorch's gate order: LSTM i, f, g, o; GRU r, z, n) ---
+inline double sigmoid_ref(double x) { return 1 / (1 + std::exp(-x)); }
+// gates [B, 4H], c [B, H] → [B, 2H]: h' then c' of each row (what the table line concatenates).
+inline Host lstm_pointwise_ref(const Host& gates, const Host& c) {
+  const int64_t B = c.shape[0], H = c.shape[1];
+  Host out{{B, 2 * H}, std::vector<double>(static_cast<size_t>(B * 2 * H))};
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t j = 0; j < H; ++j) {
+      const double* a = gates.v.data() + b * 4 * H;
+      const double c1 = sigmoid_ref(a[H + j]) * c.v[b * H + j] + sigmoid_ref(a[j]) * std::tanh(a[2 * H + j]);
+      out.v[b * 2 * H + j] = sigmoid_ref(a[3 * H + j]) * std::tanh(c1);
+      out.v[b * 2 * H + H + j] = c1;
+    }
+  return out;
+}
+// input gates xg, hidden gates hg [B, 3H], h [B, H] → h' [B, H].
+inline Host gru_pointwise_ref(const Host& xg, const Host& hg, const Host& h) {
+  const int64_t B = h.shape[0], H = h.shape[1];
+  Host out{{B, H}, std::vector<double>(static_cast<size_t>(B * H))};
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t j = 0; j < H; ++j) {
+      const double* x = xg.v.data() + b * 3 * H;
+      const double* g = hg.v.data() + b * 3 * H;
+      const double r = sigmoid_ref(x[j] + g[j]), z = sigmoid_ref(x[H + j] + g[H + j]);
+      const double n = std::tanh(x[2 * H + j] + r * g[2 * H + j]);
+      out.v[b * H + j] = (1 - z) * n + z * h.v[b * H + j];
+    }
+  return out;
+}
+// x [B, I]·w [G, I]ᵀ + bias [G] → [B, G].
+inline Host affine_ref(const Host& x, const Host& w, const Host& bias) {
+  const int64_t B = x.shape[0], I = x.shape[1], G = w.shape[0];
+  Host out{{B, G}, std::vector<double>(static_cast<size_t>(B * G))};
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t g = 0; g < G; ++g) {
+      double acc = bias.v[g];
+      for (int64_t i = 0; i < I; ++i) acc += x.v[b * I + i] * w.v[g * I + i];
+      out.v[b * G + g] = acc;
+    }
+  return out;
+}
+inline Host lstm_cell_ref(H h) {  // x, h, c, w_ih, w_hh, b_ih, b_hh
+  return lstm_pointwise_ref(map2(affine_ref(h[0], h[3], h[5]), affine_ref(h[1], h[4], h[6]), std::plus<>()), h[2]);
+}
+inline Host gru_cell_ref(H h) {  // x, h, w_ih, w_hh, b_ih, b_hh
+  return gru_pointwise_ref(affine_ref(h[0], h[2], h[4]), affine_ref(h[1], h[3], h[5]), h[1]);
+}
+
+// One direction of a layer over a sequence: xp [T, B, G·H], w_hh [G·H, H], h0 (c0) [B, H] (b_hh [G·H], GRU)
+// → [T + 2, B, H]: the outputs, then h_n, then c_n (LSTM) or h_n again (GRU), as the table lines stack them.
+inline Host sequence_ref(bool lstm, const Host& xp, const Host& w_hh, const Host* b_hh, const Host& h0,
+                         const Host* c0, bool reverse) {
+  const int64_t T = xp.shape[0], B = xp.shape[1], G = xp.shape[2], H = h0.shape[1];
+  Host h = h0, c = lstm ? *c0 : Host{}, zero{{G}, std::vector<double>(static_cast<size_t>(G), 0.0)};
+  Host out{{T + 2, B, H}, std::vector<double>(static_cast<size_t>((T + 2) * B * H))};
+  for (int64_t p = 0; p < T; ++p) {
+    const int64_t t = reverse ? T - 1 - p : p;
+    const Host x_t{{B, G}, std::vector<double>(xp.v.begin() + t * B * G, xp.v.begin() + (t + 1) * B * G)};
+    const Host hg = affine_ref(h, w_hh, b_hh != nullptr ? *b_hh : zero);
+    if (lstm) {
+      const Host hc = lstm_pointwise_ref(map2(x_t, hg, std::plus<>()), c);
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t j = 0; j < H; ++j) {
+          h.v[b * H + j] = hc.v[b * 2 * H + j];
+          c.v[b * H + j] = hc.v[b * 2 * H + H + j];
+        }
+    } else {
+      h = gru_pointwise_ref(x_t, hg, h);
+    }
+    std::copy(h.v.begin(), h.v.end(), out.v.begin() + t * B * H);
+  }
+  std::copy(h.v.begin(), h.v.end(), out.v.begin() + T * B * H);
+  const Host& last = lstm ? c : h;
+  std::copy(last.v.begin(), last.v.end(), out.v.begin() + (T + 1) * B * H);
+  return out;
+}
+inline Tensor stack_sequence(const nn::functional::RecurrentSequence& s) {
+  return cat({s.output, s.h_n.unsqueeze(0), (s.c_n.defined() ? s.c_n : s.h_n).unsqueeze(0)}, 0);
+}
+
 inline double gelu_ref(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
 inline double gelu_tanh_ref(double x) {
   return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
@@ -404,6 +484,15 @@ inline const std::vector<OpCase>& op_table() {
     {"scaled_dot_product_attention_bool_mask", {N({2, 3, 4}), N({2, 5, 4}), N({2, 5, 4})}, [](V x) { return nn::functional::scaled_dot_product_attention(x[0], x[1], x[2], {.attn_mask = kAttnMask.to(x[0].device())}); }, [](H h) { return attention_ref(h[0], h[1], h[2], &kAttnMaskHost, false, 0.5); }},
     {"scaled_dot_product_attention_float_mask_scale", {N({2, 3, 4}), N({2, 5, 4}), N({2, 5, 4})}, [](V x) { return nn::functional::scaled_dot_product_attention(x[0], x[1], x[2], {.attn_mask = kAttnBias.to(x[0].dtype()).to(x[0].device()), .scale = 0.3}); }, [](H h) { return attention_ref(h[0], h[1], h[2], &kAttnBiasHost, false, 0.3); }},
     {"scaled_dot_product_attention_heads_ev", {N({2, 2, 3, 4}), N({2, 2, 5, 4}), N({2, 2, 5, 3})}, [](V x) { return nn::functional::scaled_dot_product_attention(x[0], x[1], x[2]); }, [](H h) { return attention_ref(h[0], h[1], h[2], nullptr, false, 0.5); }},
+    // recurrent cells (nn::functional, one fused op each way): the pointwise parts, then the full steps
+    {"lstm_cell_pointwise", {N({3, 8}), N({3, 2})}, [](V x) { auto [h, c] = nn::functional::lstm_cell_pointwise(x[0], x[1]); return cat({h, c}, 1); }, [](H h) { return lstm_pointwise_ref(h[0], h[1]); }},
+    {"gru_cell_pointwise", {N({3, 6}), N({3, 6}), N({3, 2})}, [](V x) { return nn::functional::gru_cell_pointwise(x[0], x[1], x[2]); }, [](H h) { return gru_pointwise_ref(h[0], h[1], h[2]); }},
+    {"lstm_cell", {N({3, 3}), N({3, 2}), N({3, 2}), N({8, 3}), N({8, 2}), N({8}), N({8})}, [](V x) { auto [h, c] = nn::functional::lstm_cell(x[0], x[1], x[2], x[3], x[4], x[5], x[6]); return cat({h, c}, 1); }, [](H h) { return lstm_cell_ref(h); }},
+    {"gru_cell", {N({3, 3}), N({3, 2}), N({6, 3}), N({6, 2}), N({6}), N({6})}, [](V x) { return nn::functional::gru_cell(x[0], x[1], x[2], x[3], x[4], x[5]); }, [](H h) { return gru_cell_ref(h); }},
+    {"lstm_sequence", {N({3, 2, 8}), N({8, 2}), N({2, 2}), N({2, 2})}, [](V x) { return stack_sequence(nn::functional::lstm_sequence(x[0], x[1], x[2], x[3])); }, [](H h) { return sequence_ref(true, h[0], h[1], nullptr, h[2], &h[3], false); }},
+    {"lstm_sequence_reverse", {N({3, 2, 8}), N({8, 2}), N({2, 2}), N({2, 2})}, [](V x) { return stack_sequence(nn::functional::lstm_sequence(x[0], x[1], x[2], x[3], true)); }, [](H h) { return sequence_ref(true, h[0], h[1], nullptr, h[2], &h[3], true); }},
+    {"gru_sequence", {N({3, 2, 6}), N({6, 2}), N({6}), N({2, 2})}, [](V x) { return stack_sequence(nn::functional::gru_sequence(x[0], x[1], x[2], x[3])); }, [](H h) { return sequence_ref(false, h[0], h[1], &h[2], h[3], nullptr, false); }},
+    {"gru_sequence_reverse", {N({3, 2, 6}), N({6, 2}), N({6}), N({2, 2})}, [](V x) { return stack_sequence(nn::functional::gru_sequence(x[0], x[1], x[2], x[3], true)); }, [](H h) { return sequence_ref(false, h[0], h[1], &h[2], h[3], nullptr, true); }},
     // masking, indexing, repeating (autograd/functions_indexing.cpp)
     {"masked_fill", {N({2, 3})}, [](V x) { return x[0].masked_fill(kMask.to(x[0].device()), -1.5); }, [](H h) { return generate({2, 3}, [&](const Shape& i) { return at(kMaskHost, i) != 0 ? -1.5 : at(h[0], i); }); }},
     {"masked_fill_tensor", {N({2, 3}), N({})}, [](V x) { return masked_fill(x[0], kMask.to(x[0].device()), x[1]); }, [](H h) { return generate({2, 3}, [&](const Shape& i) { return at(kMaskHost, i) != 0 ? h[1].v[0] : at(h[0], i); }); }},

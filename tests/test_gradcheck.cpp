@@ -30,6 +30,8 @@ TEST(GradcheckTable, CoversEveryDifferentiableOp) {
       "var", "std", "logsumexp", "cumsum", "sort", "topk", "scaled_dot_product_attention",
       // masking, indexing, repeating
       "masked_fill", "tril", "triu", "scatter", "index_add", "repeat", "flip", "chunk", "split", "unbind"};
+  // recurrent cells (nn::functional)
+  for (const char* op : {"lstm_cell_pointwise", "gru_cell_pointwise", "lstm_cell", "gru_cell", "lstm_sequence", "gru_sequence"}) required.emplace_back(op);
   for (const UnaryOpInfo& op : kUnaryOps) required.emplace_back(op.name);
   for (const BinaryOpInfo& op : kBinaryOps)
     if (op.kind == BinaryKind::arithmetic) required.emplace_back(op.name);

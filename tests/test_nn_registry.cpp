@@ -70,7 +70,7 @@ TEST(Registry, MlpOnFlatInputAndEveryType) {
   const Tensor x = from_vector<float>({-2, -0.1f, 0.3f, 3}, {1, 4});
   const Tensor y = gelu(hardtanh(softplus(elu(leaky_relu(silu(x), 0.2)), 2.0, 10.0), -0.5, 0.5), "tanh");
   EXPECT_EQ(acts->forward(x).to_vector<float>(), y.to_vector<float>());
-  EXPECT_EQ(nn::layer_types().size(), 26u);
+  EXPECT_EQ(nn::layer_types().size(), 29u);  // 22 + 4 sequence types (nn/transformer.h) + lstm, gru, rnn_lm (nn/rnn.h)
   EXPECT_EQ(nn::layer_keys("linear"), (std::vector<std::string>{"out_features", "bias"}));
 }
 

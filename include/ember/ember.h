@@ -15,6 +15,7 @@
 #include "nn/generation.h"
 #include "nn/layers.h"
 #include "nn/registry.h"
+#include "nn/rnn.h"
 #include "nn/serialize.h"
 #include "nn/transformer.h"
 #include "optim/optimizer.h"
