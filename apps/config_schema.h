@@ -26,7 +26,8 @@
 namespace ember::app::schema {
 
 // A key's value; the alternative follows the kind (integers are int64_t, numbers double).
-using Value = std::variant<bool, int64_t, double, std::string, std::vector<double>, std::vector<int64_t>>;
+using Value = std::variant<bool, int64_t, double, std::string, std::vector<double>, std::vector<int64_t>,
+                           std::vector<std::string>>;
 
 enum class Kind {
   boolean,   // true | false
@@ -39,6 +40,7 @@ enum class Kind {
   numbers,   // a list of numbers (one number stands for a list of one)
   integers,  // a list of integers
   list,      // a list of maps with their own reader and writer (model, data.transforms)
+  choices,   // a list of distinct items, each one of `choices` (one item stands for a list of one)
 };
 
 // The S-independent part of a row: what the docs, the checks and the messages need.
@@ -50,7 +52,7 @@ struct Key {
   std::string default_doc;             // a default computed from other keys, as the docs show it
   std::string range;                   // "> 0", ">= 1", "in [0, 1)" (per item for lists), then an optional
                                        // " (note)"; "" = any value. The text is also the messages' and docs'.
-  std::vector<std::string> choices;    // Kind::choice
+  std::vector<std::string> choices;    // Kind::choice, Kind::choices
   size_t length = 0;                   // lists: the exact number of items (0 = any)
   std::string when_key, when_value;    // used only when the key `when_key` (same table) is `when_value`
   bool hashed = true;                  // part of config_hash: a resume with another value is refused
@@ -92,6 +94,7 @@ struct Field : Key {
            : std::is_floating_point_v<T>             ? Kind::number
            : std::is_same_v<T, std::vector<double>>  ? Kind::numbers
            : std::is_same_v<T, std::vector<int64_t>> ? Kind::integers
+           : std::is_same_v<T, std::vector<std::string>> ? Kind::choices
                                                      : Kind::string;
     get = [](const S& s) -> Value {
       const T& v = Access{}(s);
@@ -139,6 +142,11 @@ struct Field : Key {
   Field&& in(std::string r) && { range = std::move(r); return std::move(*this); }
   Field&& one_of(std::vector<std::string> c) && {
     kind = Kind::choice;
+    choices = std::move(c);
+    return std::move(*this);
+  }
+  Field&& each_of(std::vector<std::string> c) && {  // a list member (std::vector<std::string>)
+    kind = Kind::choices;
     choices = std::move(c);
     return std::move(*this);
   }

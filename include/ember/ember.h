@@ -16,6 +16,7 @@
 #include "nn/registry.h"
 #include "nn/serialize.h"
 #include "optim/optimizer.h"
+#include "optim/param_groups.h"
 #include "optim/scheduler.h"
 
 namespace ember {
