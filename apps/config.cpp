@@ -37,6 +37,7 @@ const F kFields[] = {
   F("skip_nonfinite", EMBER_MEMBER(skip_nonfinite)).def(false)
       .doc("true: a step whose loss is NaN or Inf is skipped instead of stopping the run."),
   F("task", EMBER_MEMBER(task)).def("classification").one_of({"classification", "language_model", "regression"})
+      .hashed_when_set_only()
       .doc("What the model learns. classification: a class per example (cross entropy, accuracy); language_model: "
            "the next token at every position of a text window (data.dataset: text; reports validation loss in "
            "nats/token, bits per character or byte, perplexity and next-token accuracy); regression: numbers "
@@ -135,12 +136,12 @@ const F kFields[] = {
       .doc("rmsprop: normalize by the gradient's estimated variance."),
   F("optimizer.clip_grad_norm", EMBER_MEMBER(optimizer.clip_grad_norm)).def(0).in(">= 0 (0: no clipping)")
       .doc("Scales the gradients down when their global L2 norm exceeds this."),
-  F("optimizer.no_decay", EMBER_MEMBER(optimizer.no_decay)).def(std::vector<std::string>{})
+  F("optimizer.no_decay", EMBER_MEMBER(optimizer.no_decay)).def(std::vector<std::string>{}).hashed_when_set_only()
       .each_of({"bias", "norm", "embedding"})
       .doc("Parameter kinds trained with weight_decay 0 (a second parameter group): bias: parameters named bias, "
            "bias_* or *_bias; norm: every parameter of a LayerNorm/BatchNorm/GroupNorm; embedding: every parameter "
            "of an embedding (token or position). The rest keep optimizer.weight_decay."),
-  F("optimizer.accumulate_steps", EMBER_MEMBER(optimizer.accumulate_steps)).def(1).in(">= 1")
+  F("optimizer.accumulate_steps", EMBER_MEMBER(optimizer.accumulate_steps)).def(1).in(">= 1").hashed_when_set_only()
       .doc("Gradient accumulation: one optimizer step (and clipping, and a per-step scheduler step) per N "
            "micro-batches of data.batch_size, each micro-batch's loss weighted so the update equals one batch of "
            "N × batch_size examples. Steps, checkpoints and metrics count optimizer steps."),

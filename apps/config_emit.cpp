@@ -224,6 +224,7 @@ std::string check_keys(std::span<const Key* const> keys) {
       problem(k, "a range on a key that is not numeric");
     if ((k.kind == Kind::choice || k.kind == Kind::choices) == k.choices.empty())
       problem(k, "choices go with kind choice or choices, and only with them");
+    if (k.hashed_when_set && (!k.fallback || !k.hashed)) problem(k, "hashed_when_set_only needs a constant default and a hashed key");
     if (k.kind == Kind::list) continue;
     const int defaults = int(k.fallback.has_value()) + int(k.required) + int(!k.default_doc.empty());
     if (defaults != 1) problem(k, "needs exactly one of a default, a computed default or required");

@@ -56,6 +56,9 @@ struct Key {
   size_t length = 0;                   // lists: the exact number of items (0 = any)
   std::string when_key, when_value;    // used only when the key `when_key` (same table) is `when_value`
   bool hashed = true;                  // part of config_hash: a resume with another value is refused
+  // Left out of config_hash while at its (constant) default: a key added later that leaves the hash of
+  // every config not using it unchanged, so that their checkpoints still resume.
+  bool hashed_when_set = false;
   std::string help;
 
   std::string section() const;  // "optimizer" ("" at the top)
@@ -159,6 +162,7 @@ struct Field : Key {
     return std::move(*this);
   }
   Field&& unhashed() && { hashed = false; return std::move(*this); }
+  Field&& hashed_when_set_only() && { hashed_when_set = true; return std::move(*this); }
   Field&& doc(std::string text) && { help = std::move(text); return std::move(*this); }
 };
 
@@ -231,6 +235,7 @@ void emit_fields(YAML::Emitter& out, std::span<const Field<S>> fields, const S& 
   std::string open;  // the section whose map is open
   for (const Field<S>& f : fields) {
     if (!applies(fields, f, s) || !(all || f.hashed)) continue;
+    if (!all && f.hashed_when_set && f.kind != Kind::list && f.fallback && f.get(s) == *f.fallback) continue;
     if (f.section() != open) {
       if (!open.empty()) out << YAML::EndMap;
       open = f.section();
