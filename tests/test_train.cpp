@@ -57,7 +57,8 @@ TEST(Train, ShortRunLossFallsAndWritesItsFiles) {
   EXPECT_TRUE(fs::exists(run / "init.safetensors"));
   EXPECT_TRUE(fs::exists(run / "checkpoint-00000240.safetensors"));
   size_t checkpoints = 0;  // keep_last: 3
-  for (const auto& e : fs::directory_iterator(run)) checkpoints += e.path().extension() == ".safetensors";
+  for (const auto& e : fs::directory_iterator(run))
+    checkpoints += e.path().filename().string().rfind("checkpoint-", 0) == 0;
   EXPECT_EQ(checkpoints, 3u);
   // The resolved config is complete and loads back.
   EXPECT_NE(test::read_text(run / "config.yaml").find("keep_last: 3"), std::string::npos);
