@@ -137,7 +137,7 @@ void append_line(const fs::path& path, const std::string& line) {
 }
 }  // namespace
 
-MetricsWriter::MetricsWriter(const fs::path& dir, std::optional<int64_t> resume_epochs, std::string bits_unit)
+MetricsWriter::MetricsWriter(const fs::path& dir, std::optional<int64_t> resume_epochs, const std::string& bits_unit)
     : jsonl_(dir / "metrics.jsonl"), csv_(dir / "metrics.csv"), bits_key_("test_" + bits_unit) {
   if (resume_epochs) {
     truncate_rows(jsonl_, *resume_epochs, jsonl_epoch);

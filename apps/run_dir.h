@@ -58,7 +58,7 @@ struct MetricsRow {
 class MetricsWriter {
  public:
   MetricsWriter(const std::filesystem::path& dir, std::optional<int64_t> resume_epochs,
-                std::string bits_unit = "bits_per_token");
+                const std::string& bits_unit = "bits_per_token");
   void append(const MetricsRow& row);
 
  private:

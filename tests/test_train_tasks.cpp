@@ -119,6 +119,9 @@ TEST(TrainTasks, LanguageModelApproachesTheBigramBaseline) {
   ASSERT_EQ(trained.size(), 3u);
   EXPECT_EQ(trained[0].bytes.size(), init[0].bytes.size());
   EXPECT_NE(trained[0].bytes, init[0].bytes);
+  // optimizer.no_decay: a second parameter group (weight_decay 0) in the optimizer's state.
+  EXPECT_EQ(test::tensor_bytes(last, "optimizer.group.1.lr").size(), 1u);
+  EXPECT_TRUE(test::tensor_bytes(last, "optimizer.group.2.").empty());
 
   // ember-eval reads the vocabulary next to the checkpoint and reports what the last evaluation did.
   const Result eval = test::run(std::string(EMBER_EVAL_APP) + " --config " + cfg + " --checkpoint " + last.string());
