@@ -7,8 +7,9 @@
 //
 // Randomness: the global generator is seeded with config.seed before anything is built; the model's
 // initial weights, then its dropout masks, come from `model_gen` (seeded with config.seed too); the
-// loaders' shuffle order and transforms from their own generators (seed config.seed). A checkpoint that
-// saves these (trainer.cpp) resumes the run exactly.
+// loaders' shuffle order and transforms from their own generators (seed config.seed); text data's training
+// windows from (config.seed, the loader's epoch) through TokenWindows::set_epoch. A checkpoint that saves
+// these (trainer.cpp) resumes the run exactly.
 #include <memory>
 #include <optional>
 #include <string>

@@ -19,8 +19,8 @@ struct Entry {
 void collect(const nn::Module& m, const std::string& prefix, std::vector<Entry>& out) {
   for (const auto& [name, param] : m.named_parameters(/*recurse=*/false)) {
     const std::vector<ParamKind> kinds = param_kinds(m.type_name(), name);
-    auto same = std::find_if(out.begin(), out.end(),
-                             [&](const Entry& e) { return e.param.impl_ptr() == param.impl_ptr(); });
+    const TensorImpl* impl = param.impl_ptr().get();
+    auto same = std::find_if(out.begin(), out.end(), [impl](const Entry& e) { return e.param.impl_ptr().get() == impl; });
     if (same == out.end()) {
       out.push_back({prefix + name, param, kinds});
     } else {  // shared (tied): one entry, every kind it has anywhere
