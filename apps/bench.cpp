@@ -19,7 +19,7 @@ namespace {
 constexpr int64_t kBatchPool = 16;
 
 struct Batch {
-  Tensor input, target;  // on the CPU: [N, sample_shape...] f32, [N] i64
+  Tensor input, target;  // on the CPU: [N, sample_shape...] f32 (or i64 token ids), [N] i64 (see synthetic_batches)
 };
 
 double peak_rss_mib() {
@@ -28,33 +28,48 @@ double peak_rss_mib() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux: KiB
 }
 
-// The model's output size for one example: the number of classes cross entropy expects.
-int64_t output_classes(nn::Module& model, const Shape& sample_shape, Device device) {
+// The model's output for one example of the synthetic input: [1, classes] (classification), [1, T, V]
+// (language_model) or [1, outputs] (regression).
+Shape output_shape(nn::Module& model, const Shape& sample_shape, DType dtype, Device device) {
   NoGradGuard no_grad;
   model.eval();  // no dropout mask drawn, no batch-norm statistics updated
   Shape one{1};
   for (int64_t d : sample_shape) one.push_back(d);
-  const Tensor out = model.forward(zeros(one).to(device));
+  const Tensor out = model.forward(zeros(one, {.dtype = dtype}).to(device));
   model.train();
-  if (out.dim() != 2)
-    throw ConfigError("ember-bench: the model's output is " + std::to_string(out.dim()) +
-                      "-D; cross entropy needs [N, classes] (end the model with a linear layer)");
-  return out.size(1);
+  return out.shape();
 }
 
-std::vector<Batch> synthetic_batches(const TrainConfig& config, const Shape& sample_shape, int64_t classes,
+// Uniform integers in [0, n), shaped `shape`.
+Tensor random_ids(const Shape& shape, int64_t n, Generator& gen) {
+  std::vector<int64_t> ids;
+  for (float u : rand(shape, {}, &gen).to_vector<float>())
+    ids.push_back(std::min<int64_t>(static_cast<int64_t>(u * static_cast<float>(n)), n - 1));
+  return from_vector(ids).reshape(shape);
+}
+
+// Batches of the shapes and dtypes the config's data has: f32 inputs from a normal distribution, or token
+// ids in [0, vocab); class labels, next-token ids, or normal regression targets of the output's shape.
+std::vector<Batch> synthetic_batches(const TrainConfig& config, const TrainShape& shape, const Shape& output,
                                      int64_t count) {
   Generator gen(config.seed);
-  Shape input_shape{config.data.batch_size};
-  for (int64_t d : sample_shape) input_shape.push_back(d);
+  const int64_t n = config.data.batch_size;
+  Shape input_shape{n};
+  for (int64_t d : shape.sample_shape) input_shape.push_back(d);
   std::vector<Batch> out;
   for (int64_t i = 0; i < count; ++i) {
     Batch b;
-    b.input = randn(input_shape, {}, &gen);
-    std::vector<int64_t> labels;
-    for (float u : rand({config.data.batch_size}, {}, &gen).to_vector<float>())
-      labels.push_back(std::min<int64_t>(static_cast<int64_t>(u * static_cast<float>(classes)), classes - 1));
-    b.target = from_vector(labels);
+    b.input = shape.input_dtype == DType::i64 ? random_ids(input_shape, shape.vocab_size, gen)
+                                              : randn(input_shape, {}, &gen);
+    if (config.task == "regression") {
+      Shape target{n};
+      for (int j = 1; j < output.size(); ++j) target.push_back(output[j]);
+      b.target = randn(target, {}, &gen);
+    } else if (config.task == "language_model") {
+      b.target = random_ids(Shape{n, output[1]}, output[2], gen);
+    } else {
+      b.target = random_ids(Shape{n}, output[1], gen);
+    }
     out.push_back(std::move(b));
   }
   return out;
@@ -72,11 +87,13 @@ DeviceResult run_bench(const TrainConfig& config, Device device, const BenchOpti
   r.description = describe(device);
   r.batch_size = config.data.batch_size;
   r.sample_shape = shape.sample_shape;
-  r.classes = output_classes(*s.model, shape.sample_shape, device);
-  const std::vector<Batch> batches =
-      synthetic_batches(config, shape.sample_shape, r.classes, std::min(kBatchPool, o.warmup + o.steps));
+  const Shape output = output_shape(*s.model, shape.sample_shape, shape.input_dtype, device);
+  if (config.task == "classification" && output.size() != 2)
+    throw ConfigError("ember-bench: the model's output is " + output.str() +
+                      " for one example; cross entropy needs [N, classes] (end the model with a linear layer)");
+  r.classes = output[output.size() - 1];
+  const std::vector<Batch> batches = synthetic_batches(config, shape, output, std::min(kBatchPool, o.warmup + o.steps));
 
-  const nn::functional::CrossEntropyOptions loss_options{.label_smoothing = config.label_smoothing};
   std::vector<double> ms;
   double epoch_loss = 0;
   using clock = std::chrono::steady_clock;
@@ -85,7 +102,7 @@ DeviceResult run_bench(const TrainConfig& config, Device device, const BenchOpti
     const auto started = clock::now();
     const Tensor input = b.input.to(device), target = b.target.to(device);
     s.optimizer->zero_grad();
-    Tensor loss = nn::functional::cross_entropy(s.model->forward(input), target, loss_options);
+    Tensor loss = task_loss(config, s.model->forward(input), target);
     const double value = loss.item<double>();
     if (!std::isfinite(value))
       detail::throw_error("ember-bench: step ", step + 1, " on ", device.str(), ": the loss is ", value,

@@ -34,7 +34,8 @@ struct DeviceResult {
   std::string peak_memory_kind;  // "rss" or "allocator"
   double allocator_peak_mib = 0;  // the device allocator's high-water mark during the run
   Shape sample_shape;           // one example's input, e.g. [1, 28, 28]
-  int64_t classes = 0;          // the model's output size: the synthetic labels' range
+  int64_t classes = 0;          // the model's output size per prediction: the synthetic labels' range
+                                // (language_model: the vocabulary; regression: the outputs per example)
   std::vector<double> losses;   // every step's loss, warmup included
 };
 

@@ -36,10 +36,20 @@ const F kFields[] = {
            "The --device option overrides it."),
   F("skip_nonfinite", EMBER_MEMBER(skip_nonfinite)).def(false)
       .doc("true: a step whose loss is NaN or Inf is skipped instead of stopping the run."),
+  F("task", EMBER_MEMBER(task)).def("classification").one_of({"classification", "language_model", "regression"})
+      .hashed_when_set_only()
+      .doc("What the model learns. classification: a class per example (cross entropy, accuracy); language_model: "
+           "the next token at every position of a text window (data.dataset: text; reports validation loss in "
+           "nats/token, bits per character or byte, perplexity and next-token accuracy); regression: numbers "
+           "(data.dataset: csv, loss.type: mse or l1)."),
 
-  F("data.dataset", EMBER_MEMBER(data.dataset)).def("fashion_mnist").one_of({"fashion_mnist", "idx"})
+  F("data.dataset", EMBER_MEMBER(data.dataset))
+      .one_of({"fashion_mnist", "idx", "csv", "text"})
+      .computed([](const TrainConfig& c) -> Value { return std::string(c.task == "language_model" ? "text" : "fashion_mnist"); },
+                "`fashion_mnist` (`text` for task: language_model)")
       .doc("fashion_mnist: Fashion-MNIST's four files in data.dir; idx: any four IDX files (train and test images "
-           "and labels)."),
+           "and labels); csv: two CSV tables of numbers (data/csv.h), one example per line; text: a UTF-8 "
+           "corpus cut into windows of data.context tokens (task: language_model only)."),
   F("data.dir", EMBER_MEMBER(data.dir)).def(data::kFashionMnistDir).when("data.dataset", "fashion_mnist")
       .doc("The folder holding Fashion-MNIST's four files, gzipped or not (Debian's dataset-fashion-mnist installs "
            "them at the default)."),
@@ -51,6 +61,28 @@ const F kFields[] = {
       .doc("The IDX file of the test images."),
   F("data.test_labels", EMBER_MEMBER(data.test_labels)).req().file().when("data.dataset", "idx")
       .doc("The IDX file of the test labels."),
+  F("data.train_file", EMBER_MEMBER(data.train_file)).req().file().when("data.dataset", "csv")
+      .doc("The CSV file of the training examples: every column but data.target_column is an input feature."),
+  F("data.test_file", EMBER_MEMBER(data.test_file)).req().file().when("data.dataset", "csv")
+      .doc("The CSV file of the test examples, with the training file's columns."),
+  F("data.target_column", EMBER_MEMBER(data.target_column)).when("data.dataset", "csv")
+      .computed([](const TrainConfig& c) -> Value { return std::string(c.task == "regression" ? "target" : "label"); },
+                "`label` (`target` for task: regression)")
+      .doc("The column to predict, by header name (or 0-based position without a header): an integer class for "
+           "classification, a number for regression."),
+  F("data.path", EMBER_MEMBER(data.path)).def("").when("data.dataset", "text")
+      .doc("A UTF-8 text file, or a folder whose files are read in name order; empty: the fortunes corpus "
+           "(/usr/share/games/fortunes, Debian's fortunes package, installed by scripts/setup.sh)."),
+  F("data.tokenizer", EMBER_MEMBER(data.tokenizer)).def("char").one_of({"char", "byte"}).when("data.dataset", "text")
+      .doc("char: one token per character seen in the corpus (saved as <run>/vocab.json); byte: 256 tokens, one "
+           "per byte."),
+  F("data.context", EMBER_MEMBER(data.context)).def(128).in(">= 1").when("data.dataset", "text")
+      .doc("T: the tokens of one example; the model predicts each window's T next tokens."),
+  F("data.val_fraction", EMBER_MEMBER(data.val_fraction)).def(0.1).in("in (0, 1)").when("data.dataset", "text")
+      .doc("The last fraction of the token stream is the validation text (evaluated as consecutive windows)."),
+  F("data.samples_per_epoch", EMBER_MEMBER(data.samples_per_epoch)).def(0).in(">= 0 (0: train tokens / context)")
+      .when("data.dataset", "text")
+      .doc("Training windows per epoch, at random starts in the training text (new ones every epoch, seeded)."),
   F("data.batch_size", EMBER_MEMBER(data.batch_size)).def(64).in(">= 1").doc("Examples per training step."),
   F("data.test_batch_size", EMBER_MEMBER(data.test_batch_size)).def(1000).in(">= 1")
       .doc("Examples per evaluation batch."),
@@ -68,7 +100,11 @@ const F kFields[] = {
   F("model", read_model, emit_model, doc_model).req()
       .doc("the layers in order, e.g. `- {type: linear, out_features: 10}`; input sizes are inferred from the data"),
 
-  F("loss.type", EMBER_MEMBER(loss)).def("cross_entropy").one_of({"cross_entropy"}).doc("The loss function."),
+  F("loss.type", EMBER_MEMBER(loss)).one_of({"cross_entropy", "mse", "l1"})
+      .computed([](const TrainConfig& c) -> Value { return std::string(c.task == "regression" ? "mse" : "cross_entropy"); },
+                "`cross_entropy` (`mse` for task: regression)")
+      .doc("The loss function: cross_entropy for classification and language_model (over every token of the "
+           "window); mse or l1 (mean over the targets' elements) for regression."),
   F("loss.label_smoothing", EMBER_MEMBER(label_smoothing)).def(0).in("in [0, 1)")
       .doc("Moves this much of the target's probability mass evenly onto all classes."),
 
@@ -100,6 +136,15 @@ const F kFields[] = {
       .doc("rmsprop: normalize by the gradient's estimated variance."),
   F("optimizer.clip_grad_norm", EMBER_MEMBER(optimizer.clip_grad_norm)).def(0).in(">= 0 (0: no clipping)")
       .doc("Scales the gradients down when their global L2 norm exceeds this."),
+  F("optimizer.no_decay", EMBER_MEMBER(optimizer.no_decay)).def(std::vector<std::string>{}).hashed_when_set_only()
+      .each_of({"bias", "norm", "embedding"})
+      .doc("Parameter kinds trained with weight_decay 0 (a second parameter group): bias: parameters named bias, "
+           "bias_* or *_bias; norm: every parameter of a LayerNorm/BatchNorm/GroupNorm; embedding: every parameter "
+           "of an embedding (token or position). The rest keep optimizer.weight_decay."),
+  F("optimizer.accumulate_steps", EMBER_MEMBER(optimizer.accumulate_steps)).def(1).in(">= 1").hashed_when_set_only()
+      .doc("Gradient accumulation: one optimizer step (and clipping, and a per-step scheduler step) per N "
+           "micro-batches of data.batch_size, each micro-batch's loss weighted so the update equals one batch of "
+           "N × batch_size examples. Steps, checkpoints and metrics count optimizer steps."),
 
   F("scheduler.type", EMBER_MEMBER(scheduler.type)).def("none")
       .one_of({"none", "step", "multistep", "exponential", "cosine", "onecycle", "plateau"})
@@ -305,7 +350,28 @@ void check_fashion_dir(Section& data, const std::string& dir) {
 void check_relations(Section& top, const TrainConfig& c, bool fashion_files) {
   Section data = top.section("data"), optimizer = top.section("optimizer"), scheduler = top.section("scheduler");
   if (c.data.dataset == "fashion_mnist" && fashion_files) check_fashion_dir(data, c.data.dir);
+  Section loss = top.section("loss");
+  const bool text = c.data.dataset == "text", lm = c.task == "language_model";
+  if (text && !lm) data.fail("dataset", "text data trains a language model: set task: language_model");
+  if (lm && !text)
+    top.fail("task", "language_model trains on text: set data.dataset: text (and data.path, or leave it empty for "
+                     "the fortunes corpus)");
+  if (c.task == "regression" && c.data.dataset != "csv")
+    top.fail("task", "regression trains on CSV tables: set data.dataset: csv with data.train_file, data.test_file "
+                     "and data.target_column");
+  if (c.task == "regression" && c.loss == "cross_entropy")
+    loss.fail("type", "regression needs mse or l1");
+  if (c.task != "regression" && c.loss != "cross_entropy")
+    loss.fail("type", c.loss + " is a regression loss; task " + c.task + " needs cross_entropy (or set task: regression)");
+  if (c.task == "regression" && c.label_smoothing > 0) loss.fail("label_smoothing", "only applies to cross_entropy");
+  if (text && !c.data.transforms.empty())
+    data.fail("transforms", "the transforms are for images; text data takes none");
+  if (text && !c.data.path.empty() && !fs::exists(c.data.path))
+    data.fail("path", "'" + c.data.path + "' does not exist; give a UTF-8 text file or a folder of them, or leave it "
+                      "empty for the fortunes corpus");
   const OptimizerConfig& o = c.optimizer;
+  if (!o.no_decay.empty() && o.weight_decay == 0)
+    optimizer.fail("no_decay", "has no effect with weight_decay 0: set optimizer.weight_decay, or remove no_decay");
   if (o.nesterov && (o.type != "sgd" || o.momentum <= 0)) optimizer.fail("nesterov", "needs type: sgd and momentum > 0");
   const SchedulerConfig& s = c.scheduler;
   if (s.type == "multistep" && s.milestones.empty()) scheduler.fail("milestones", "multistep needs a list of milestones");

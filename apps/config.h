@@ -30,6 +30,10 @@ struct DataConfig {
   std::string dataset = "fashion_mnist";
   std::string dir;  // fashion_mnist: the folder holding the four files
   std::string train_images, train_labels, test_images, test_labels;  // idx
+  std::string train_file, test_file, target_column;                  // csv
+  std::string path, tokenizer = "char";                              // text ("" path: the fortunes corpus)
+  int64_t context = 128, samples_per_epoch = 0;                      // text
+  double val_fraction = 0.1;                                         // text
   int64_t batch_size = 64, test_batch_size = 1000, workers = 2, limit = 0, test_limit = 0;
   bool shuffle = true;
   std::vector<TransformConfig> transforms;
@@ -40,6 +44,8 @@ struct OptimizerConfig {
   double lr = 1e-3, weight_decay = 0, momentum = 0, dampening = 0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   double alpha = 0.99, clip_grad_norm = 0;
   bool nesterov = false, amsgrad = false, centered = false;
+  std::vector<std::string> no_decay;  // parameter kinds (optim/param_groups.h) trained with weight_decay 0
+  int64_t accumulate_steps = 1;       // micro-batches of data.batch_size per optimizer step
 };
 
 struct SchedulerConfig {
@@ -62,9 +68,10 @@ struct TrainConfig {
   uint64_t seed = 0;
   std::string device = "auto";
   bool skip_nonfinite = false;
+  std::string task = "classification";  // classification | language_model | regression
   DataConfig data;
   std::vector<nn::LayerSpec> model;
-  std::string loss = "cross_entropy";
+  std::string loss = "cross_entropy";  // cross_entropy | mse | l1
   double label_smoothing = 0;
   OptimizerConfig optimizer;
   SchedulerConfig scheduler;

@@ -38,6 +38,7 @@ const char* kind_name(Kind kind) {
     case Kind::numbers: return "list of numbers";
     case Kind::integers: return "list of integers";
     case Kind::list: return "list of maps";
+    case Kind::choices: return "list of choices";
   }
   return "";
 }
@@ -61,6 +62,12 @@ bool default_ok(const Key& k, const Value& v) {
       return std::find(k.choices.begin(), k.choices.end(), s) != k.choices.end();
     }
     case Kind::device: return is_device_name(std::get<std::string>(v));
+    case Kind::choices: {
+      const auto& list = std::get<std::vector<std::string>>(v);
+      return std::all_of(list.begin(), list.end(), [&](const std::string& s) {
+        return std::find(k.choices.begin(), k.choices.end(), s) != k.choices.end();
+      });
+    }
     case Kind::numbers: {
       const auto& list = std::get<std::vector<double>>(v);
       return (k.length == 0 || list.size() == k.length) && std::all_of(list.begin(), list.end(), in);
@@ -140,6 +147,27 @@ Value read_value(Section& s, const Key& k, const std::optional<Value>& fallback)
                         (fallback ? " (e.g. " + value_text(k.kind, *fallback) + ")" : ""));
       return v;
     }
+    case Kind::choices: {
+      if (!s.has(key)) return fallback ? *fallback : Value(std::vector<std::string>{});
+      const YAML::Node node = s.node(key);
+      std::vector<std::string> items;
+      const auto item = [&](const YAML::Node& n) {
+        const std::string text = n.IsScalar() ? n.Scalar() : "";
+        if (std::find(k.choices.begin(), k.choices.end(), text) == k.choices.end())
+          s.fail(key, (n.IsScalar() ? "'" + text + "' is not one of " : std::string("expected a list of ")) +
+                          join(k.choices) + did_you_mean(text, k.choices));
+        if (std::find(items.begin(), items.end(), text) != items.end()) s.fail(key, "'" + text + "' is listed twice");
+        items.push_back(text);
+      };
+      if (node.IsSequence()) {
+        for (const auto& n : node) item(n);
+      } else if (node.IsScalar()) {
+        item(node);
+      } else if (!node.IsNull()) {
+        s.fail(key, "expected a list of: " + join(k.choices));
+      }
+      return items;
+    }
     case Kind::list: break;
   }
   throw std::logic_error("config key table: " + k.path + " is a list; it has its own reader");
@@ -158,6 +186,11 @@ void emit_value(YAML::Emitter& out, Kind kind, const Value& value) {
     case Kind::integers:
       out << YAML::Flow << YAML::BeginSeq;
       for (int64_t v : std::get<std::vector<int64_t>>(value)) out << v;
+      out << YAML::EndSeq;
+      break;
+    case Kind::choices:
+      out << YAML::Flow << YAML::BeginSeq;
+      for (const std::string& v : std::get<std::vector<std::string>>(value)) out << v;
       out << YAML::EndSeq;
       break;
     case Kind::list: throw std::logic_error("config key table: a list has its own writer");
@@ -189,7 +222,9 @@ std::string check_keys(std::span<const Key* const> keys) {
     if (!k.range.empty() && k.kind != Kind::integer && k.kind != Kind::number && k.kind != Kind::numbers &&
         k.kind != Kind::integers)
       problem(k, "a range on a key that is not numeric");
-    if ((k.kind == Kind::choice) == k.choices.empty()) problem(k, "choices go with kind choice, and only with it");
+    if ((k.kind == Kind::choice || k.kind == Kind::choices) == k.choices.empty())
+      problem(k, "choices go with kind choice or choices, and only with them");
+    if (k.hashed_when_set && (!k.fallback || !k.hashed)) problem(k, "hashed_when_set_only needs a constant default and a hashed key");
     if (k.kind == Kind::list) continue;
     const int defaults = int(k.fallback.has_value()) + int(k.required) + int(!k.default_doc.empty());
     if (defaults != 1) problem(k, "needs exactly one of a default, a computed default or required");
@@ -222,7 +257,8 @@ std::string describe(std::span<const Key* const> keys) {
     const auto [range, note] = split_range(k->range);
     std::string allowed = range.empty() ? "" : "`" + range + "`" + note;
     if (k->kind == Kind::numbers || k->kind == Kind::integers) allowed = allowed.empty() ? "" : "each " + allowed;
-    for (const std::string& c : k->choices) allowed += (allowed.empty() ? "`" : ", `") + c + "`";
+    if (k->kind == Kind::choices) allowed = "each of ";
+    for (const std::string& c : k->choices) allowed += (allowed.empty() || allowed == "each of " ? "`" : ", `") + c + "`";
     if (k->kind == Kind::file) allowed = "an existing file";
     if (k->kind == Kind::device) allowed = "`cpu`, `cuda`, `cuda:N`, `auto`";
     const std::string when = k->when_key.empty() ? "" : "Only with `" + k->when_key + ": " + k->when_value + "`. ";

@@ -26,7 +26,8 @@
 namespace ember::app::schema {
 
 // A key's value; the alternative follows the kind (integers are int64_t, numbers double).
-using Value = std::variant<bool, int64_t, double, std::string, std::vector<double>, std::vector<int64_t>>;
+using Value = std::variant<bool, int64_t, double, std::string, std::vector<double>, std::vector<int64_t>,
+                           std::vector<std::string>>;
 
 enum class Kind {
   boolean,   // true | false
@@ -39,6 +40,7 @@ enum class Kind {
   numbers,   // a list of numbers (one number stands for a list of one)
   integers,  // a list of integers
   list,      // a list of maps with their own reader and writer (model, data.transforms)
+  choices,   // a list of distinct items, each one of `choices` (one item stands for a list of one)
 };
 
 // The S-independent part of a row: what the docs, the checks and the messages need.
@@ -50,10 +52,13 @@ struct Key {
   std::string default_doc;             // a default computed from other keys, as the docs show it
   std::string range;                   // "> 0", ">= 1", "in [0, 1)" (per item for lists), then an optional
                                        // " (note)"; "" = any value. The text is also the messages' and docs'.
-  std::vector<std::string> choices;    // Kind::choice
+  std::vector<std::string> choices;    // Kind::choice, Kind::choices
   size_t length = 0;                   // lists: the exact number of items (0 = any)
   std::string when_key, when_value;    // used only when the key `when_key` (same table) is `when_value`
   bool hashed = true;                  // part of config_hash: a resume with another value is refused
+  // Left out of config_hash while at its (constant) default: a key added later that leaves the hash of
+  // every config not using it unchanged, so that their checkpoints still resume.
+  bool hashed_when_set = false;
   std::string help;
 
   std::string section() const;  // "optimizer" ("" at the top)
@@ -92,6 +97,7 @@ struct Field : Key {
            : std::is_floating_point_v<T>             ? Kind::number
            : std::is_same_v<T, std::vector<double>>  ? Kind::numbers
            : std::is_same_v<T, std::vector<int64_t>> ? Kind::integers
+           : std::is_same_v<T, std::vector<std::string>> ? Kind::choices
                                                      : Kind::string;
     get = [](const S& s) -> Value {
       const T& v = Access{}(s);
@@ -142,6 +148,11 @@ struct Field : Key {
     choices = std::move(c);
     return std::move(*this);
   }
+  Field&& each_of(std::vector<std::string> c) && {  // a list member (std::vector<std::string>)
+    kind = Kind::choices;
+    choices = std::move(c);
+    return std::move(*this);
+  }
   Field&& file() && { kind = Kind::file; return std::move(*this); }
   Field&& device() && { kind = Kind::device; return std::move(*this); }
   Field&& items(size_t n) && { length = n; return std::move(*this); }
@@ -151,6 +162,7 @@ struct Field : Key {
     return std::move(*this);
   }
   Field&& unhashed() && { hashed = false; return std::move(*this); }
+  Field&& hashed_when_set_only() && { hashed_when_set = true; return std::move(*this); }
   Field&& doc(std::string text) && { help = std::move(text); return std::move(*this); }
 };
 
@@ -223,6 +235,7 @@ void emit_fields(YAML::Emitter& out, std::span<const Field<S>> fields, const S& 
   std::string open;  // the section whose map is open
   for (const Field<S>& f : fields) {
     if (!applies(fields, f, s) || !(all || f.hashed)) continue;
+    if (!all && f.hashed_when_set && f.kind != Kind::list && f.fallback && f.get(s) == *f.fallback) continue;
     if (f.section() != open) {
       if (!open.empty()) out << YAML::EndMap;
       open = f.section();

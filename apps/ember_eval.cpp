@@ -1,6 +1,10 @@
 // ember-eval --config FILE.yaml --checkpoint PATH [--device cpu|cuda|cuda:N|auto] [--set key.path=value ...]
-// Evaluates a checkpoint's model ("model." tensors of an ember-train checkpoint) on the config's test split:
-// loss, accuracy, per-class accuracy and the confusion matrix. Exit codes: apps/cli.h.
+// Evaluates a checkpoint's model ("model." tensors of an ember-train checkpoint) on the config's test split.
+// classification: loss, accuracy, per-class accuracy and the confusion matrix; language_model (text data,
+// the vocabulary read from vocab.json next to the checkpoint): validation loss in nats/token, bits per
+// character (or byte), perplexity and next-token accuracy; regression: the test loss (mse or l1). Exit
+// codes: apps/cli.h.
+#include <cmath>
 #include <filesystem>
 
 #include <ember/ember.h>
@@ -17,7 +21,7 @@ const char* const kFashionClasses[] = {"T-shirt/top", "Trouser", "Pullover", "Dr
 
 void print_report(const app::EvalResult& r, bool fashion) {
   std::printf("examples %lld, test loss %.4f, test accuracy %.2f%%\n\nper-class accuracy:\n",
-              static_cast<long long>(r.examples), r.loss, 100 * r.accuracy);
+              static_cast<long long>(r.examples), r.loss, 100 * r.accuracy.value_or(0));
   const size_t n = r.confusion.size();
   for (size_t c = 0; c < n; ++c) {
     int64_t total = 0;
@@ -56,11 +60,27 @@ int main(int argc, char** argv) {
     if (!device.empty()) config.device = device;
     if (!std::filesystem::is_regular_file(checkpoint))
       throw app::ConfigError("--checkpoint " + checkpoint + ": no such file");
-    auto session = app::make_session(config, dev, /*for_training=*/false);
+    // A text run's vocabulary lies next to its checkpoints.
+    const std::string vocab = config.data.dataset == "text"
+                                  ? (std::filesystem::path(checkpoint).parent_path() / "vocab.json").string()
+                                  : "";
+    auto session = app::make_session(config, dev, /*for_training=*/false, vocab);
     const Checkpoint ckpt = Checkpoint::load(checkpoint);
+    app::check_corpus(*session, ckpt);
     session->model->load_state_dict(ckpt.take("model."));
     std::printf("%s on %s (%s)\n", checkpoint.c_str(), dev.str().c_str(), config_path.c_str());
-    print_report(app::evaluate(*session->model, *session->test_loader, dev), config.data.dataset == "fashion_mnist");
+    const app::EvalResult r = app::evaluate(*session->model, *session->test_loader, dev, config);
+    if (config.task == "language_model") {
+      const char* unit = session->tokenizer->type() == data::Tokenizer::Type::Char ? "bits/char" : "bits/byte";
+      std::printf("validation windows %lld (%lld tokens), val loss %.4f nats/token, %.4f %s, perplexity %.3f, "
+                  "next-token accuracy %.2f%%\n",
+                  static_cast<long long>(r.examples), static_cast<long long>(r.predictions), r.loss,
+                  r.loss / std::log(2.0), unit, std::exp(r.loss), 100 * r.accuracy.value_or(0));
+    } else if (config.task == "regression") {
+      std::printf("examples %lld, test loss (%s) %.6g\n", static_cast<long long>(r.examples), config.loss.c_str(), r.loss);
+    } else {
+      print_report(r, config.data.dataset == "fashion_mnist");
+    }
     return 0;
   });
 }

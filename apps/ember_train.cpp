@@ -1,5 +1,5 @@
 // ember-train --config FILE.yaml [--device cpu|cuda|cuda:N|auto] [--set key.path=value ...]
-//             [--resume RUN_DIR] [--out DIR] [--dry-run]
+//             [--resume RUN_DIR] [--out DIR] [--dry-run] [--trace-batches FILE]
 // ember-train --print-config-docs   (the reference of every config key: docs/config.md)
 // Trains the model a YAML config describes (every key: docs/config.md); see apps/trainer.h for checkpoints,
 // resume and signals. Exit codes: apps/cli.h (and 130/143 after SIGINT/SIGTERM, with a checkpoint written).
@@ -17,7 +17,7 @@ using namespace ember;
 
 int main(int argc, char** argv) {
   CLI::App cli{"Train a model described by a YAML config (see configs/)", "ember-train"};
-  std::string config_path, device, resume, out;
+  std::string config_path, device, resume, out, trace_batches;
   std::vector<std::string> sets;
   bool dry_run = false, print_config_docs = false;
   cli.add_option("--config", config_path, "the YAML config (with --resume: defaults to RUN_DIR/config.yaml)");
@@ -26,6 +26,9 @@ int main(int argc, char** argv) {
       ->take_all();
   cli.add_option("--resume", resume, "continue the run in RUN_DIR from its newest valid checkpoint");
   cli.add_option("--out", out, "the run directory (overrides output.dir)");
+  cli.add_option("--trace-batches", trace_batches,
+                 "write one JSON line per optimizer step to FILE: {\"step\": s, \"starts\": [...]} (the token-window "
+                 "starts of its examples; other data: \"indices\", dataset indices)");
   cli.add_flag("--dry-run", dry_run, "print the model summary and a memory estimate, then exit");
   cli.add_flag("--print-config-docs", print_config_docs,
                "print the reference of every config key (docs/config.md is this output), then exit");
@@ -58,6 +61,7 @@ int main(int argc, char** argv) {
     o.run_dir = o.config.output.dir;
     o.resume = !resume.empty();
     o.dry_run = dry_run;
+    o.trace_batches = trace_batches;
     o.progress_bar = ::isatty(STDOUT_FILENO) != 0;
     return app::run_training(o);
   });

@@ -44,16 +44,38 @@ void ProgressDisplay::clear() {
   last_draw_ = -1;
 }
 
-void ProgressDisplay::epoch_summary(const MetricsRow& r) {
-  std::string test = "no evaluation";
-  if (r.test_loss) {
-    char buf[96];
-    std::snprintf(buf, sizeof buf, "test loss %.4f, test accuracy %.2f%%", *r.test_loss, 100 * *r.test_accuracy);
-    test = buf;
+void ProgressDisplay::epoch_summary(const MetricsRow& r, const std::string& task, const std::string& bits_unit) {
+  char buf[256];
+  std::string train, test = "no evaluation";
+  if (task == "language_model") {
+    std::snprintf(buf, sizeof buf, "train loss %.4f, next-token accuracy %.2f%%", r.train_loss,
+                  100 * r.train_accuracy.value_or(0));
+    train = buf;
+    if (r.test_loss) {
+      std::snprintf(buf, sizeof buf, "val loss %.4f nats/token (%.4f %s, perplexity %.3f), val accuracy %.2f%%",
+                    *r.test_loss, r.test_bits.value_or(0), bits_unit.c_str(), r.test_perplexity.value_or(0),
+                    100 * r.test_accuracy.value_or(0));
+      test = buf;
+    }
+  } else if (task == "regression") {
+    std::snprintf(buf, sizeof buf, "train loss %.6g", r.train_loss);
+    train = buf;
+    if (r.test_loss) {
+      std::snprintf(buf, sizeof buf, "test loss %.6g", *r.test_loss);
+      test = buf;
+    }
+  } else {
+    std::snprintf(buf, sizeof buf, "train loss %.4f, train accuracy %.2f%%", r.train_loss,
+                  100 * r.train_accuracy.value_or(0));
+    train = buf;
+    if (r.test_loss) {
+      std::snprintf(buf, sizeof buf, "test loss %.4f, test accuracy %.2f%%", *r.test_loss,
+                    100 * r.test_accuracy.value_or(0));
+      test = buf;
+    }
   }
-  std::fprintf(out_, "epoch %lld/%lld: train loss %.4f, train accuracy %.2f%%, %s, lr %.3g, %.0f samples/s, %.1f s\n",
-               static_cast<long long>(r.epoch), static_cast<long long>(epochs_), r.train_loss, 100 * r.train_accuracy,
-               test.c_str(), r.lr, r.samples_per_sec, r.seconds);
+  std::fprintf(out_, "epoch %lld/%lld: %s, %s, lr %.3g, %.0f samples/s, %.1f s\n", static_cast<long long>(r.epoch),
+               static_cast<long long>(epochs_), train.c_str(), test.c_str(), r.lr, r.samples_per_sec, r.seconds);
   std::fflush(out_);
 }
 

@@ -4,6 +4,7 @@
 // otherwise (a pipe, a log file): one plain line every `log_every` steps. Both: one summary line per epoch.
 #include <cstdint>
 #include <cstdio>
+#include <string>
 
 #include "apps/run_dir.h"
 #include "backends/device.h"
@@ -20,7 +21,10 @@ class ProgressDisplay {
   void step(int64_t epoch, int64_t in_epoch, int64_t step, double loss, double lr, int64_t seen, double seconds);
   // Erases the bar (before other output); nothing for plain lines.
   void clear();
-  void epoch_summary(const MetricsRow& row);
+  // classification: losses and accuracies; language_model (`bits_unit` "bits/char"): val loss in nats/token,
+  // bits, perplexity and next-token accuracy; regression: train and test loss.
+  void epoch_summary(const MetricsRow& row, const std::string& task = "classification",
+                     const std::string& bits_unit = "bits/token");
 
  private:
   std::FILE* out_;

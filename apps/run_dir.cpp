@@ -98,7 +98,6 @@ void ensure_writable_dir(const fs::path& dir) {
 }
 
 namespace {
-const char* kCsvHeader = "epoch,step,lr,train_loss,train_accuracy,test_loss,test_accuracy,samples_per_sec,seconds";
 
 // Keeps the lines of `path` whose epoch (found by `epoch_of`) is at most `last`; lines without one stay.
 void truncate_rows(const fs::path& path, int64_t last, std::optional<int64_t> (*epoch_of)(const std::string&)) {
@@ -138,8 +137,8 @@ void append_line(const fs::path& path, const std::string& line) {
 }
 }  // namespace
 
-MetricsWriter::MetricsWriter(const fs::path& dir, std::optional<int64_t> resume_epochs)
-    : jsonl_(dir / "metrics.jsonl"), csv_(dir / "metrics.csv") {
+MetricsWriter::MetricsWriter(const fs::path& dir, std::optional<int64_t> resume_epochs, const std::string& bits_unit)
+    : jsonl_(dir / "metrics.jsonl"), csv_(dir / "metrics.csv"), bits_key_("test_" + bits_unit) {
   if (resume_epochs) {
     truncate_rows(jsonl_, *resume_epochs, jsonl_epoch);
     truncate_rows(csv_, *resume_epochs, csv_epoch);
@@ -147,7 +146,9 @@ MetricsWriter::MetricsWriter(const fs::path& dir, std::optional<int64_t> resume_
     write_file_atomic(jsonl_, "");
     write_file_atomic(csv_, "");
   }
-  if (!fs::exists(csv_) || fs::file_size(csv_) == 0) append_line(csv_, kCsvHeader);
+  if (!fs::exists(csv_) || fs::file_size(csv_) == 0)
+    append_line(csv_, "epoch,step,lr,train_loss,train_accuracy,test_loss,test_accuracy," + bits_key_ +
+                          ",test_perplexity,samples_per_sec,seconds");
 }
 
 void MetricsWriter::append(const MetricsRow& r) {
@@ -164,9 +165,11 @@ void MetricsWriter::append(const MetricsRow& r) {
                                       {"step", r.step},
                                       {"lr", json_value(r.lr)},
                                       {"train_loss", json_value(r.train_loss)},
-                                      {"train_accuracy", json_value(r.train_accuracy)},
+                                      {"train_accuracy", json_optional(r.train_accuracy)},
                                       {"test_loss", json_optional(r.test_loss)},
                                       {"test_accuracy", json_optional(r.test_accuracy)},
+                                      {bits_key_, json_optional(r.test_bits)},
+                                      {"test_perplexity", json_optional(r.test_perplexity)},
                                       {"samples_per_sec", json_value(r.samples_per_sec)},
                                       {"seconds", json_value(r.seconds)}};
   append_line(jsonl_, row.dump());
@@ -175,8 +178,8 @@ void MetricsWriter::append(const MetricsRow& r) {
   const auto csv_optional = [&](const std::optional<double>& v) { return v ? csv_value(*v) : std::string(); };
   std::ostringstream csv;
   csv << r.epoch << "," << r.step << "," << csv_value(r.lr) << "," << csv_value(r.train_loss) << ","
-      << csv_value(r.train_accuracy) << "," << csv_optional(r.test_loss) << "," << csv_optional(r.test_accuracy) << ","
-      << csv_value(r.samples_per_sec) << "," << csv_value(r.seconds);
+      << csv_optional(r.train_accuracy) << "," << csv_optional(r.test_loss) << "," << csv_optional(r.test_accuracy)
+      << "," << csv_optional(r.test_bits) << "," << csv_optional(r.test_perplexity) << "," << csv_value(r.samples_per_sec) << "," << csv_value(r.seconds);
   append_line(csv_, csv.str());
 }
 

@@ -3,6 +3,8 @@
 //   config.yaml                         the resolved config (every key) the run was started with
 //   checkpoint-<step, 8 digits>.safetensors   core/checkpoint.h files, newest = highest step
 //   metrics.jsonl, metrics.csv           one row per epoch (MetricsRow)
+//   init.safetensors                     the model before the first step (a fresh run writes it)
+//   vocab.json                           text data: the tokenizer (data::Tokenizer::save)
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -35,8 +37,11 @@ void ensure_writable_dir(const std::filesystem::path& dir);
 struct MetricsRow {
   int64_t epoch = 0, step = 0;  // epoch counts from 1; step: optimizer steps so far
   double lr = 0;  // after the epoch's last step (and any per-step scheduler step)
-  double train_loss = 0, train_accuracy = 0;  // over the epoch's steps (dropout on, as trained)
-  std::optional<double> test_loss, test_accuracy;  // absent in epochs without evaluation
+  double train_loss = 0;  // over the epoch's steps (dropout on, as trained); language_model: per token
+  std::optional<double> train_accuracy;  // classification, language_model (next token); absent for regression
+  std::optional<double> test_loss, test_accuracy;  // absent in epochs without evaluation (accuracy: and regression)
+  // language_model evaluations: test_loss / ln 2 (bits per character or byte) and exp(test_loss).
+  std::optional<double> test_bits, test_perplexity;
   double samples_per_sec = 0, seconds = 0;
 };
 
@@ -47,14 +52,18 @@ struct MetricsRow {
 // metrics.csv spells them the same way and leaves a missing value empty. Opening for a resumed run keeps
 // the rows of the first `resume_epochs` epochs (those the checkpoint had completed) and drops later ones,
 // so the files of a resumed run equal an uninterrupted run's. Throws ember::Error when a file cannot be
-// written.
+// written. The columns, in order: epoch, step, lr, train_loss, train_accuracy, test_loss, test_accuracy,
+// test_<bits_unit> (test_bits_per_char, test_bits_per_byte, or test_bits_per_token for runs that are not
+// language models: empty there), test_perplexity, samples_per_sec, seconds.
 class MetricsWriter {
  public:
-  MetricsWriter(const std::filesystem::path& dir, std::optional<int64_t> resume_epochs);
+  MetricsWriter(const std::filesystem::path& dir, std::optional<int64_t> resume_epochs,
+                const std::string& bits_unit = "bits_per_token");
   void append(const MetricsRow& row);
 
  private:
   std::filesystem::path jsonl_, csv_;
+  std::string bits_key_;  // "test_bits_per_char"
 };
 
 }  // namespace ember::app

@@ -1,14 +1,17 @@
 #include "apps/session.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <filesystem>
 #include <numeric>
 
 #include "backends/format.h"
+#include "optim/param_groups.h"
 
 namespace ember::app {
 namespace {
 
-data::DatasetPtr limited(std::shared_ptr<data::IdxDataset> set, int64_t limit) {
+data::DatasetPtr limited(data::DatasetPtr set, int64_t limit) {
   if (limit <= 0 || limit >= set->size()) return set;
   std::vector<int64_t> first(static_cast<size_t>(limit));
   std::iota(first.begin(), first.end(), 0);
@@ -20,6 +23,72 @@ std::shared_ptr<data::IdxDataset> open_split(const DataConfig& d, data::Split sp
   const bool train = split == data::Split::Train;
   return std::make_shared<data::IdxDataset>(train ? d.train_images : d.test_images, train ? d.train_labels : d.test_labels);
 }
+
+std::shared_ptr<data::CsvDataset> open_csv(const TrainConfig& c, bool train) {
+  return std::make_shared<data::CsvDataset>(
+      train ? c.data.train_file : c.data.test_file,
+      data::CsvOptions{.label_column = c.data.target_column,
+                       .target_dtype = c.task == "regression" ? DType::f32 : DType::i64});
+}
+
+// "<bytes> bytes, fnv1a <hex>": what checkpoints remember of the text a run trained on.
+std::string fingerprint(const std::string& text) {
+  uint64_t h = 1469598103934665603ULL;
+  for (const char ch : text) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ULL;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return std::to_string(text.size()) + " bytes, fnv1a " + buf;
+}
+
+// Text data: the corpus, its tokenizer (fitted, or read from `vocab_file`) and the train/validation windows.
+void open_text(Session& s, const std::string& vocab_file) {
+  const DataConfig& d = s.config.data;
+  const data::TextCorpus corpus = d.path.empty() ? data::read_fortunes() : data::read_text(d.path);
+  const std::string corpus_name = d.path.empty() ? std::string(data::kFortunesDir) : d.path;
+  if (vocab_file.empty()) {
+    s.tokenizer = d.tokenizer == "byte" ? data::Tokenizer::bytes() : data::Tokenizer::chars(corpus);
+  } else {
+    if (!std::filesystem::is_regular_file(vocab_file))
+      throw ConfigError(vocab_file + ": the run's vocabulary is missing; it is written next to the checkpoints by "
+                        "ember-train (a text run directory without it cannot be resumed or evaluated)");
+    s.tokenizer = data::Tokenizer::load(vocab_file);
+    if (d.tokenizer != s.tokenizer->type_name())
+      throw ConfigError(vocab_file + " is a " + s.tokenizer->type_name() + " vocabulary, but data.tokenizer is " +
+                        d.tokenizer + ": use the run's own config.yaml");
+  }
+  s.corpus_fingerprint = fingerprint(corpus.text);
+  data::TextSplits splits;
+  try {
+    splits = data::text_splits(corpus, *s.tokenizer,
+                               {.context = d.context, .val_fraction = d.val_fraction,
+                                .samples_per_epoch = d.samples_per_epoch, .seed = s.config.seed});
+  } catch (const Error& e) {
+    throw Error(corpus_name + ": " + e.what() + (vocab_file.empty() ? "" : " (the vocabulary is " + vocab_file + ")"));
+  }
+  s.train_windows = splits.train;
+  s.test_windows = splits.validation;
+  s.input_dtype = DType::i64;
+  s.vocab_size = s.tokenizer->vocab_size();
+}
+
+// The datasets of the config's data section (train_set only when `train`).
+void open_datasets(Session& s, bool train, const std::string& vocab_file) {
+  const TrainConfig& c = s.config;
+  const DataConfig& d = c.data;
+  if (d.dataset == "text") {
+    open_text(s, vocab_file);
+    s.test_set = limited(s.test_windows, d.test_limit);
+    if (train) s.train_set = limited(s.train_windows, d.limit);
+  } else if (d.dataset == "csv") {
+    s.test_set = limited(open_csv(c, false), d.test_limit);
+    if (train) s.train_set = limited(open_csv(c, true), d.limit);
+  } else {
+    s.test_set = limited(open_split(d, data::Split::Test), d.test_limit);
+    if (train) s.train_set = limited(open_split(d, data::Split::Train), d.limit);
+  }
+}
+
+int64_t optimizer_steps(int64_t batches, int64_t accumulate) { return (batches + accumulate - 1) / accumulate; }
 
 std::vector<data::AnyTransform> transforms(const DataConfig& d, bool training) {
   std::vector<data::AnyTransform> out;
@@ -36,18 +105,25 @@ std::vector<data::AnyTransform> transforms(const DataConfig& d, bool training) {
   return out;
 }
 
-std::unique_ptr<optim::Optimizer> make_optimizer(const OptimizerConfig& o, std::vector<Tensor> params) {
-  if (o.type == "sgd")
-    return std::make_unique<optim::SGD>(std::move(params), optim::SGDOptions{.lr = o.lr, .momentum = o.momentum,
-        .dampening = o.dampening, .weight_decay = o.weight_decay, .nesterov = o.nesterov});
-  if (o.type == "adam")
-    return std::make_unique<optim::Adam>(std::move(params), optim::AdamOptions{.lr = o.lr, .beta1 = o.beta1,
-        .beta2 = o.beta2, .eps = o.eps, .weight_decay = o.weight_decay, .amsgrad = o.amsgrad});
-  if (o.type == "adamw")
-    return std::make_unique<optim::AdamW>(std::move(params), optim::AdamWOptions{.lr = o.lr, .beta1 = o.beta1,
-        .beta2 = o.beta2, .eps = o.eps, .weight_decay = o.weight_decay, .amsgrad = o.amsgrad});
-  return std::make_unique<optim::RMSprop>(std::move(params), optim::RMSpropOptions{.lr = o.lr, .alpha = o.alpha,
-      .eps = o.eps, .weight_decay = o.weight_decay, .momentum = o.momentum, .centered = o.centered});
+// One group of every parameter, or with optimizer.no_decay two (optim::weight_decay_groups: the decayed
+// ones, then those of the listed kinds with weight_decay 0).
+std::unique_ptr<optim::Optimizer> make_optimizer(const OptimizerConfig& o, const nn::Module& model) {
+  optim::Hyper h{.lr = o.lr, .weight_decay = o.weight_decay, .momentum = o.momentum, .dampening = o.dampening,
+                 .nesterov = o.nesterov, .beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps, .amsgrad = o.amsgrad,
+                 .centered = o.centered};
+  if (o.type == "rmsprop") h.beta2 = o.alpha;  // RMSprop's alpha is Hyper's beta2
+  std::vector<optim::ParamGroup> groups;
+  if (o.no_decay.empty()) {
+    groups.push_back(optim::ParamGroup{model.parameters(), h, h.lr});
+  } else {
+    std::vector<optim::ParamKind> kinds;
+    for (const std::string& k : o.no_decay) kinds.push_back(*optim::parse_param_kind(k));
+    groups = optim::weight_decay_groups(model, kinds, h);
+  }
+  if (o.type == "sgd") return std::make_unique<optim::SGD>(std::move(groups));
+  if (o.type == "adam") return std::make_unique<optim::Adam>(std::move(groups));
+  if (o.type == "adamw") return std::make_unique<optim::AdamW>(std::move(groups));
+  return std::make_unique<optim::RMSprop>(std::move(groups));
 }
 
 // Lengths are in the scheduler's units: epochs, or steps for interval: step.
@@ -83,8 +159,21 @@ void build_model(Session& s, bool for_training) {
     throw ConfigError(e.what());  // the specs are config: exit code 2
   }
   s.model->to(s.device);
+  if (s.config.task == "language_model") {  // logits over the vocabulary at every position, checked once here
+    NoGradGuard no_grad;
+    s.model->eval();
+    Shape one{1};
+    for (int64_t d : s.sample_shape) one.push_back(d);
+    const Tensor out = s.model->forward(zeros(one, {.dtype = s.input_dtype}).to(s.device));
+    s.model->train();
+    if (out.dim() != 3 || out.size(1) != s.sample_shape[0] || out.size(2) != s.vocab_size)
+      throw ConfigError("model: task language_model needs logits [batch, context, vocab] = [1, " +
+                        std::to_string(s.sample_shape[0]) + ", " + std::to_string(s.vocab_size) +
+                        "] for one window, but the model gives " + out.shape().str() + "; end it with {type: linear, "
+                        "out_features: " + std::to_string(s.vocab_size) + "} (the tokenizer's vocabulary)");
+  }
   if (for_training) {
-    s.optimizer = make_optimizer(s.config.optimizer, s.model->parameters());
+    s.optimizer = make_optimizer(s.config.optimizer, *s.model);
     s.scheduler = make_scheduler(s.config, *s.optimizer, s.steps_per_epoch);
   }
 }
@@ -93,16 +182,22 @@ void build_model(Session& s, bool for_training) {
 
 TrainShape train_shape(const TrainConfig& config) {
   const DataConfig& d = config.data;
-  Shape shape{1, 28, 28};
+  TrainShape out{.sample_shape = Shape{1, 28, 28}};
   int64_t size = 60000;  // Fashion-MNIST's training split
   if (d.dataset != "fashion_mnist") {
-    const auto train = open_split(d, data::Split::Train);
-    shape = train->spec().input_shape;
-    size = train->size();
+    Session s;
+    s.config = config;
+    open_datasets(s, true, "");
+    out.sample_shape = s.train_set->spec().input_shape;
+    out.input_dtype = s.input_dtype;
+    out.vocab_size = s.vocab_size;
+    size = s.train_set->size();
   }
-  for (const data::AnyTransform& t : transforms(d, true)) shape = t->output_shape(shape);
+  for (const data::AnyTransform& t : transforms(d, true)) out.sample_shape = t->output_shape(out.sample_shape);
   if (d.limit > 0) size = std::min(size, d.limit);
-  return {shape, (size + d.batch_size - 1) / d.batch_size};  // the loader keeps the last partial batch
+  // the loader keeps the last partial batch
+  out.steps_per_epoch = optimizer_steps((size + d.batch_size - 1) / d.batch_size, config.optimizer.accumulate_steps);
+  return out;
 }
 
 std::unique_ptr<Session> make_model_session(const TrainConfig& config, Device device, const TrainShape& shape) {
@@ -112,6 +207,8 @@ std::unique_ptr<Session> make_model_session(const TrainConfig& config, Device de
   manual_seed(config.seed);
   s->sample_shape = shape.sample_shape;
   s->steps_per_epoch = shape.steps_per_epoch;
+  s->input_dtype = shape.input_dtype;
+  s->vocab_size = shape.vocab_size;
   build_model(*s, true);
   return s;
 }
@@ -122,6 +219,10 @@ bool per_step_schedule(const Session& s) { return s.scheduler && s.config.schedu
 
 void apply_update(Session& s, const Tensor& loss) {
   loss.backward();
+  finish_update(s);
+}
+
+void finish_update(Session& s) {
   if (s.config.optimizer.clip_grad_norm > 0) optim::clip_grad_norm_(s.model->parameters(), s.config.optimizer.clip_grad_norm);
   s.optimizer->step();
   if (per_step_schedule(s)) s.scheduler->step();
@@ -133,23 +234,23 @@ void end_epoch_schedule(Session& s, double metric) {
   else s.scheduler->step();
 }
 
-std::unique_ptr<Session> make_session(const TrainConfig& config, Device device, bool for_training) {
+std::unique_ptr<Session> make_session(const TrainConfig& config, Device device, bool for_training,
+                                      const std::string& vocab_file) {
   auto s = std::make_unique<Session>();
   s->config = config;
   s->device = device;
   manual_seed(config.seed);
   const DataConfig& d = config.data;
-  s->test_set = limited(open_split(d, data::Split::Test), d.test_limit);
+  open_datasets(*s, for_training, vocab_file);
   s->test_loader = std::make_unique<data::DataLoader>(
       s->test_set, data::DataLoaderOptions{.batch_size = d.test_batch_size, .num_workers = static_cast<int>(d.workers),
                                            .transforms = transforms(d, false), .pin_memory = device.is_cuda()});
   if (for_training) {
-    s->train_set = limited(open_split(d, data::Split::Train), d.limit);
     s->train_loader = std::make_unique<data::DataLoader>(
         s->train_set, data::DataLoaderOptions{.batch_size = d.batch_size, .shuffle = d.shuffle,
                                               .num_workers = static_cast<int>(d.workers), .seed = config.seed,
                                               .transforms = transforms(d, true), .pin_memory = device.is_cuda()});
-    s->steps_per_epoch = s->train_loader->num_batches();
+    s->steps_per_epoch = optimizer_steps(s->train_loader->num_batches(), config.optimizer.accumulate_steps);
   }
   s->sample_shape = s->test_loader->input_shape();
   build_model(*s, for_training);
@@ -182,7 +283,45 @@ void next_batch(data::DataLoader::Iterator& it, const std::string& data) {
   }
 }
 
-EvalResult evaluate(nn::Module& model, data::DataLoader& loader, Device device) {
+Tensor task_loss(const TrainConfig& c, const Tensor& output, const Tensor& target, bool sum, bool smoothing) {
+  namespace F = nn::functional;
+  const F::Reduction reduction = sum ? F::Reduction::sum : F::Reduction::mean;
+  if (c.task == "regression") {
+    Tensor t = target;
+    if (t.shape() != output.shape()) {
+      if (t.numel() != output.numel() || output.dim() < 1 || output.size(0) != t.size(0))
+        throw ConfigError("regression: the model's output " + output.shape().str() + " does not fit the target " +
+                          t.shape().str() + " (one number per example from data.target_column): end the model with "
+                          "{type: linear, out_features: 1}");
+      t = t.reshape(output.shape());
+    }
+    if (t.dtype() != output.dtype()) t = t.to(output.dtype());
+    return c.loss == "l1" ? F::l1_loss(output, t, {.reduction = reduction}) : F::mse_loss(output, t, {.reduction = reduction});
+  }
+  const F::CrossEntropyOptions options{.label_smoothing = smoothing ? c.label_smoothing : 0.0, .reduction = reduction};
+  if (c.task == "language_model") {
+    if (output.dim() != 3 || target.dim() != 2 || output.size(0) != target.size(0) || output.size(1) != target.size(1))
+      throw ConfigError("language_model: the model's output " + output.shape().str() + " does not fit the target " +
+                        target.shape().str() + " [batch, context]: it must be logits [batch, context, vocab] (end "
+                        "the model with {type: linear, out_features: " + std::to_string(std::max<int64_t>(1, output.size(-1))) +
+                        "} over the vocabulary)");
+    const int64_t v = output.size(2);
+    return F::cross_entropy(output.reshape({output.size(0) * output.size(1), v}), target.reshape({target.numel()}),
+                            options);
+  }
+  if (output.dim() != 2)
+    throw ConfigError("classification: the model's output is " + output.shape().str() +
+                      "; cross entropy needs [batch, classes] (end the model with a linear layer)");
+  return F::cross_entropy(output, target, options);
+}
+
+int64_t count_correct(const TrainConfig& c, const Tensor& output, const Tensor& target, int64_t& predictions) {
+  predictions = target.numel();
+  if (c.task == "regression") return 0;
+  return sum(eq(argmax(output, output.dim() - 1), target)).item<int64_t>();
+}
+
+EvalResult evaluate(nn::Module& model, data::DataLoader& loader, Device device, const TrainConfig& config) {
   NoGradGuard no_grad;
   model.eval();
   struct TrainModeAfter {  // also when the data fails mid-evaluation
@@ -191,32 +330,47 @@ EvalResult evaluate(nn::Module& model, data::DataLoader& loader, Device device) 
   } train_mode_after{model};
   EvalResult r;
   double loss = 0;
-  int64_t correct = 0;
+  int64_t correct = 0, elements = 0;
+  const bool classification = config.task == "classification";
   for (auto it = first_batch(loader, "test"); it != loader.end(); next_batch(it, "test")) {
     const data::Batch& batch = *it;
-    const Tensor logits = model.forward(batch.input.to(device));
+    const Tensor output = model.forward(batch.input.to(device));
     const Tensor target = batch.target.to(device);
-    loss += nn::functional::cross_entropy(logits, target, {.reduction = nn::functional::Reduction::sum}).item<double>();
-    const std::vector<int64_t> pred = argmax(logits, 1).to(kCPU).to_vector<int64_t>();
+    loss += task_loss(config, output, target, /*sum=*/true, /*smoothing=*/false).item<double>();
+    int64_t predictions = 0;
+    correct += count_correct(config, output, target, predictions);
+    r.predictions += predictions;
+    elements += config.task == "regression" ? output.numel() : predictions;
+    r.examples += batch.target.size(0);
+    if (!classification) continue;
+    const std::vector<int64_t> pred = argmax(output, 1).to(kCPU).to_vector<int64_t>();
     const std::vector<int64_t> truth = batch.target.to_vector<int64_t>();
-    const size_t classes = static_cast<size_t>(logits.size(1));
+    const size_t classes = static_cast<size_t>(output.size(1));
     if (r.confusion.empty()) r.confusion.assign(classes, std::vector<int64_t>(classes, 0));
-    for (size_t i = 0; i < pred.size(); ++i) {
-      correct += pred[i] == truth[i];
+    for (size_t i = 0; i < pred.size(); ++i)
       if (truth[i] >= 0 && static_cast<size_t>(truth[i]) < classes) ++r.confusion[truth[i]][pred[i]];
-    }
-    r.examples += static_cast<int64_t>(pred.size());
   }
-  r.loss = loss / static_cast<double>(std::max<int64_t>(r.examples, 1));
-  r.accuracy = static_cast<double>(correct) / static_cast<double>(std::max<int64_t>(r.examples, 1));
+  r.loss = loss / static_cast<double>(std::max<int64_t>(elements, 1));
+  if (config.task != "regression")
+    r.accuracy = static_cast<double>(correct) / static_cast<double>(std::max<int64_t>(r.predictions, 1));
   return r;
+}
+
+void check_corpus(const Session& s, const Checkpoint& c) {
+  if (s.corpus_fingerprint.empty()) return;
+  const std::string saved = c.has("corpus") ? c.get("corpus") : "";
+  if (saved != s.corpus_fingerprint)
+    throw ConfigError(c.source() + " was trained on other text (" + (saved.empty() ? "none recorded" : saved) +
+                      ") than data.path now holds (" + s.corpus_fingerprint + ", " +
+                      (s.config.data.path.empty() ? std::string(data::kFortunesDir) : s.config.data.path) +
+                      "): point data.path at the run's corpus");
 }
 
 std::string dry_run_report(Session& s) {
   const int64_t batch = s.config.data.batch_size;
   Shape input{batch};
   for (int64_t d : s.sample_shape) input.push_back(d);
-  std::string out = nn::summary(*s.model, input);
+  std::string out = nn::summary(*s.model, input, s.input_dtype);
   // Activations: each layer's output for one example, kept for backward and matched by its gradient.
   double activations = 0;
   {

@@ -3,8 +3,13 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "apps/progress.h"
 #include "apps/run_dir.h"
@@ -51,11 +56,47 @@ class SignalScope {
 struct Progress {
   int64_t epoch = 0;  // epochs completed
   int64_t step = 0;   // optimizer steps (and skipped non-finite steps) so far
-  double loss_sum = 0, seconds = 0;  // of the epoch in progress
+  double loss_sum = 0, seconds = 0;  // of the epoch in progress (loss_sum: per example, weighted by examples)
   int64_t correct = 0, seen = 0, skipped = 0;
+  int64_t predictions = 0;  // accuracy's denominator: examples, or tokens for language_model
 };
 
 double current_lr(const Session& s) { return s.optimizer->param_groups()[0].hyper.lr; }
+
+// The examples of one optimizer step, for --trace-batches: window starts (text) or dataset indices.
+void trace_step(std::ofstream& out, const Session& s, int64_t step, const std::vector<int64_t>& indices) {
+  if (!out.is_open()) return;
+  nlohmann::ordered_json line = {{"step", step}};
+  if (s.train_windows) {
+    std::vector<int64_t> starts;
+    starts.reserve(indices.size());
+    for (int64_t i : indices) starts.push_back(s.train_windows->start(i));  // data.limit's Subset keeps indices
+    line["starts"] = starts;
+  } else {
+    line["indices"] = indices;
+  }
+  out << line.dump() << "\n";
+  out.flush();
+  EMBER_CHECK(out.good(), "--trace-batches: cannot write the trace (disk full or no permission?)");
+}
+
+// Opens the trace file: fresh (truncated), or on resume keeping the lines of steps <= `step`.
+std::ofstream open_trace(const std::string& path, bool resume, int64_t step) {
+  if (path.empty()) return {};
+  std::string kept;
+  if (resume) {
+    std::ifstream in(path);
+    std::string line;
+    while (std::getline(in, line)) {
+      const size_t at = line.find("\"step\":");
+      if (at != std::string::npos && std::stoll(line.substr(at + 7)) <= step) kept += line + "\n";
+    }
+  }
+  std::ofstream out(path, std::ios::trunc);
+  if (!out) throw ConfigError("--trace-batches " + path + ": cannot write the file (" + std::strerror(errno) + ")");
+  out << kept;
+  return out;
+}
 
 // `loader`: the train loader's position to resume from — its state() after the step `p` ends with.
 std::string save_checkpoint(Session& s, const Progress& p, const data::LoaderState& loader, const std::string& hash,
@@ -73,8 +114,10 @@ std::string save_checkpoint(Session& s, const Progress& p, const data::LoaderSta
   c.set("epoch_seconds", format_shortest(p.seconds));
   c.set("epoch_correct", std::to_string(p.correct));
   c.set("epoch_seen", std::to_string(p.seen));
+  c.set("epoch_predictions", std::to_string(p.predictions));
   c.set("skipped", std::to_string(p.skipped));
   c.set("config_hash", hash);
+  if (!s.corpus_fingerprint.empty()) c.set("corpus", s.corpus_fingerprint);
   const fs::path path = dir / checkpoint_name(p.step);
   try {
     c.save(path.string());  // atomic: a failed write leaves the previous checkpoint as it was
@@ -94,6 +137,7 @@ Progress restore(Session& s, const Checkpoint& c, const std::string& hash) {
     throw ConfigError(c.source() + " was written by a run with another config (hash " + c.get("config_hash") +
                       ", this config " + hash + "): resume with the run's own config.yaml (drop --config and any "
                       "--set that changes data, model, loss, optimizer, scheduler, seed or epochs)");
+  check_corpus(s, c);
   s.model->load_state_dict(c.take("model."));
   s.optimizer->load_state_dict(c.take("optimizer."));
   if (s.scheduler) {
@@ -111,6 +155,7 @@ Progress restore(Session& s, const Checkpoint& c, const std::string& hash) {
   p.seconds = std::stod(c.get("epoch_seconds"));
   p.correct = std::stoll(c.get("epoch_correct"));
   p.seen = std::stoll(c.get("epoch_seen"));
+  p.predictions = c.has("epoch_predictions") ? std::stoll(c.get("epoch_predictions")) : p.seen;
   p.skipped = std::stoll(c.get("skipped"));
   return p;
 }
@@ -122,7 +167,7 @@ std::string stop_on_data_failure(Session& s, const Progress& p, const data::Load
                                  const std::string& hash, const fs::path& dir, const std::string& last_checkpoint,
                                  bool checkpoint_is_current, const DataError& failure) {
   std::string where = "step " + std::to_string(p.step + 1) + " (epoch " + std::to_string(p.epoch + 1) + ")";
-  if (position.batch == s.steps_per_epoch) where = "the evaluation after epoch " + std::to_string(p.epoch + 1);
+  if (position.batch == s.train_loader->num_batches()) where = "the evaluation after epoch " + std::to_string(p.epoch + 1);
   std::string msg = where + " could not get its data: " + failure.what() + ". ";
   const std::string resume = "continue with: ember-train --resume " + dir.string();
   if (checkpoint_is_current)
@@ -141,11 +186,20 @@ std::string stop_on_data_failure(Session& s, const Progress& p, const data::Load
 
 }  // namespace
 
+// The examples of the micro-batches [first, first + accumulate) of an epoch of `batches` batches of
+// `batch_size` over `size` examples (the last batch may be smaller): what a step's losses are weighted by.
+int64_t step_examples(int64_t first, int64_t accumulate, int64_t batches, int64_t batch_size, int64_t size) {
+  const int64_t last = std::min(first + accumulate, batches);  // exclusive
+  return std::min(last * batch_size, size) - first * batch_size;
+}
+
 int run_training(const TrainOptions& o) {
   const TrainConfig& cfg = o.config;
   const fs::path dir = o.run_dir;
   if (!o.dry_run) ensure_writable_dir(dir);  // before loading anything: an unwritable --out fails at once
-  auto session = make_session(cfg, o.device);
+  const bool text = cfg.data.dataset == "text";
+  // A resumed text run reads its vocabulary back; a fresh one fits it (and writes vocab.json below).
+  auto session = make_session(cfg, o.device, true, o.resume && text ? (dir / "vocab.json").string() : "");
   Session& s = *session;
   if (o.dry_run) {
     std::fprintf(o.out, "%s", dry_run_report(s).c_str());
@@ -171,15 +225,22 @@ int run_training(const TrainOptions& o) {
       throw ConfigError("the run directory " + dir.string() + " already holds checkpoints: continue it with --resume " +
                         dir.string() + ", or choose another with --out");
     fs::create_directories(dir);
+    ember::save(*s.model, (dir / "init.safetensors").string());  // the weights before the first step
+    if (s.tokenizer) s.tokenizer->save((dir / "vocab.json").string());
   }
   write_file_atomic(dir / "config.yaml", to_yaml(cfg));
-  MetricsWriter metrics(dir, o.resume ? std::optional<int64_t>(p.epoch) : std::nullopt);
+  const std::string bits_unit = !s.tokenizer ? "bits_per_token"
+                                : s.tokenizer->type() == data::Tokenizer::Type::Char ? "bits_per_char"
+                                                                                      : "bits_per_byte";
+  MetricsWriter metrics(dir, o.resume ? std::optional<int64_t>(p.epoch) : std::nullopt, bits_unit);
+  std::ofstream trace = open_trace(o.trace_batches, o.resume, p.step);
   logger().info("training on {}: {} train / {} test examples, {} steps per epoch, {} epochs, run directory {}",
              o.device.str(), s.train_set->size(), s.test_set->size(), s.steps_per_epoch, cfg.epochs, dir.string());
 
   SignalScope signals;
   ProgressDisplay display(o.out, o.progress_bar, cfg.output.log_every_steps, s.steps_per_epoch, cfg.epochs, o.device);
-  const nn::functional::CrossEntropyOptions loss_options{.label_smoothing = cfg.label_smoothing};
+  const int64_t accumulate = cfg.optimizer.accumulate_steps;
+  const int64_t batches = s.train_loader->num_batches();
   using clock = std::chrono::steady_clock;
   while (p.epoch < cfg.epochs) {
     auto started = clock::now();
@@ -187,38 +248,76 @@ int run_training(const TrainOptions& o) {
     // Where a resume would continue: the loader's position after the last completed step. A loader whose
     // epoch failed no longer has one (its state() moves on to the next epoch), so it is kept here.
     data::LoaderState position = s.train_loader->state();
-    int64_t in_epoch = position.batch;
+    // New random windows every epoch, drawn from the loader's epoch so that a resume draws the same ones.
+    if (s.train_windows) s.train_windows->set_epoch(position.epoch);
+    int64_t in_epoch = position.batch / accumulate;  // optimizer steps of this epoch done
+    // The optimizer step being accumulated: its micro-batches so far, whether one was non-finite, its
+    // examples (the weights' denominator) and the examples' dataset indices (for the trace).
+    int64_t micro = 0, group_examples = 0;
+    bool group_bad = false;
+    double group_loss = 0;
+    std::vector<int64_t> group_indices;
     try {
       for (auto it = first_batch(*s.train_loader, "training"); it != s.train_loader->end();
            next_batch(it, "training")) {
         const data::Batch& batch = *it;
+        const int64_t batch_index = in_epoch * accumulate + micro;  // of the epoch
         checkpoint_is_current = false;
-        const Tensor input = batch.input.to(o.device), target = batch.target.to(o.device);
-        s.optimizer->zero_grad();
-        const Tensor logits = s.model->forward(input);
-        Tensor loss = nn::functional::cross_entropy(logits, target, loss_options);
-        const double value = loss.item<double>();
+        if (micro == 0) {
+          s.optimizer->zero_grad();
+          group_examples = step_examples(batch_index, accumulate, batches, cfg.data.batch_size, s.train_set->size());
+          group_bad = false;
+          group_loss = 0;
+          group_indices.clear();
+        }
+        if (trace.is_open()) {
+          const std::vector<int64_t> idx = s.train_loader->batch_indices();
+          group_indices.insert(group_indices.end(), idx.begin(), idx.end());
+        }
+        const int64_t n = batch.target.size(0);
+        if (!group_bad) {
+          const Tensor input = batch.input.to(o.device), target = batch.target.to(o.device);
+          const Tensor output = s.model->forward(input);
+          const Tensor loss = task_loss(cfg, output, target);
+          const double value = loss.item<double>();
+          if (!std::isfinite(value)) {
+            if (!cfg.skip_nonfinite)
+              detail::throw_error("step ", p.step + 1, " (epoch ", p.epoch + 1, "): the loss is ", value, ". ",
+                                  last_checkpoint.empty() ? std::string("No checkpoint was written yet")
+                                                          : "The last good checkpoint is " + last_checkpoint,
+                                  ". Try a lower optimizer.lr (now ", format_shortest(current_lr(s)),
+                                  "), gradient clipping (optimizer.clip_grad_norm: 1.0), or skip_nonfinite: true to "
+                                  "skip such steps");
+            group_bad = true;
+            group_loss = value;
+          } else {
+            // Weighted by the micro-batch's share of the step's examples: the accumulated gradient is that of
+            // the mean loss over all of them (one batch of accumulate × batch_size).
+            if (accumulate == 1) loss.backward();
+            else (loss * (static_cast<double>(n) / static_cast<double>(group_examples))).backward();
+            group_loss += value * static_cast<double>(n) / static_cast<double>(group_examples);
+            int64_t predictions = 0;
+            p.correct += count_correct(cfg, output, target, predictions);
+            p.predictions += predictions;
+            p.loss_sum += value * static_cast<double>(n);
+            p.seen += n;
+          }
+        }
+        ++micro;
+        if (micro < accumulate && batch_index + 1 < batches) continue;  // the step needs more micro-batches
+        micro = 0;
         ++p.step;
         ++in_epoch;
-        if (!std::isfinite(value)) {
-          if (!cfg.skip_nonfinite)
-            detail::throw_error("step ", p.step, " (epoch ", p.epoch + 1, "): the loss is ", value, ". ",
-                                last_checkpoint.empty() ? std::string("No checkpoint was written yet")
-                                                        : "The last good checkpoint is " + last_checkpoint,
-                                ". Try a lower optimizer.lr (now ", format_shortest(current_lr(s)),
-                                "), gradient clipping (optimizer.clip_grad_norm: 1.0), or skip_nonfinite: true to "
-                                "skip such steps");
+        if (group_bad) {
           ++p.skipped;
-          logger().warn("step {}: the loss is {}; step skipped (skip_nonfinite: true)", p.step, value);
+          logger().warn("step {}: the loss is {}; step skipped (skip_nonfinite: true)", p.step, group_loss);
+          s.optimizer->zero_grad();
         } else {
-          apply_update(s, loss);
-          const int64_t n = target.size(0);
-          p.loss_sum += value * static_cast<double>(n);
-          p.correct += sum(eq(argmax(logits, 1), target)).item<int64_t>();
-          p.seen += n;
+          finish_update(s);
         }
+        trace_step(trace, s, p.step, group_indices);
         p.seconds = seconds_before + std::chrono::duration<double>(clock::now() - started).count();
-        display.step(p.epoch + 1, in_epoch, p.step, value, current_lr(s), p.seen, p.seconds);
+        display.step(p.epoch + 1, in_epoch, p.step, group_loss, current_lr(s), p.seen, p.seconds);
         position = s.train_loader->state();
         const bool stop = g_signal.load() != 0;
         if (stop || (cfg.output.checkpoint_every_steps > 0 && p.step % cfg.output.checkpoint_every_steps == 0)) {
@@ -236,19 +335,28 @@ int run_training(const TrainOptions& o) {
       }
       display.clear();
       const double seen = static_cast<double>(std::max<int64_t>(p.seen, 1));
-      MetricsRow row{.epoch = p.epoch + 1, .step = p.step, .lr = current_lr(s),
-                     .train_loss = p.loss_sum / seen, .train_accuracy = static_cast<double>(p.correct) / seen,
-                     .test_loss = std::nullopt, .test_accuracy = std::nullopt,
-                     .samples_per_sec = static_cast<double>(p.seen) / std::max(p.seconds, 1e-9), .seconds = p.seconds};
+      MetricsRow row;
+      row.epoch = p.epoch + 1;
+      row.step = p.step;
+      row.lr = current_lr(s);
+      row.train_loss = p.loss_sum / seen;
+      row.samples_per_sec = static_cast<double>(p.seen) / std::max(p.seconds, 1e-9);
+      row.seconds = p.seconds;
+      if (cfg.task != "regression")
+        row.train_accuracy = static_cast<double>(p.correct) / static_cast<double>(std::max<int64_t>(p.predictions, 1));
       const bool last = p.epoch + 1 == cfg.epochs;
       if (cfg.eval_every_epochs > 0 && ((p.epoch + 1) % cfg.eval_every_epochs == 0 || last)) {
-        const EvalResult r = evaluate(*s.model, *s.test_loader, o.device);
+        const EvalResult r = evaluate(*s.model, *s.test_loader, o.device, cfg);
         row.test_loss = r.loss;
         row.test_accuracy = r.accuracy;
+        if (cfg.task == "language_model") {
+          row.test_bits = r.loss / std::log(2.0);
+          row.test_perplexity = std::exp(r.loss);
+        }
       }
       end_epoch_schedule(s, row.test_loss.value_or(row.train_loss));
       metrics.append(row);
-      display.epoch_summary(row);
+      display.epoch_summary(row, cfg.task, bits_unit == "bits_per_char" ? "bits/char" : bits_unit == "bits_per_byte" ? "bits/byte" : "bits/token");
       p = Progress{.epoch = p.epoch + 1, .step = p.step, .skipped = p.skipped};
       const int64_t every = cfg.output.checkpoint_every_epochs;
       checkpoint_is_current = last || (every > 0 && p.epoch % every == 0);

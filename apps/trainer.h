@@ -2,6 +2,15 @@
 // The ember-train loop: trains a Session epoch by epoch, evaluates, writes metrics and checkpoints, and
 // resumes from a run directory exactly (the resumed run's metrics and weights equal an uninterrupted run's).
 //
+// Files of a fresh run besides checkpoints and metrics: init.safetensors (the model's state_dict before the
+// first step, nn::save), and for text data vocab.json (the tokenizer, read back on resume and by ember-eval).
+//
+// Tasks (config.task): classification, language_model (cross entropy over every token of a window; the
+// evaluation on the validation windows adds bits per token and perplexity), regression (mse/l1).
+// Gradient accumulation (optimizer.accumulate_steps N): N micro-batches per optimizer step, each loss
+// weighted by its share of the step's examples; steps, checkpoints, signals and metrics act at step
+// boundaries only.
+//
 // Checkpoints (core/checkpoint.h, "checkpoint-<step>.safetensors", atomic) hold the model ("model."),
 // optimizer ("optimizer."), scheduler ("scheduler."), the global and model generators, the train loader's
 // position, epoch/step, the current epoch's running sums, and config_hash() — a resume with a config that
@@ -29,6 +38,10 @@ struct TrainOptions {
   bool resume = false;        // continue from run_dir's newest valid checkpoint
   bool dry_run = false;       // print the summary and memory estimate, then return 0
   bool progress_bar = false;  // one rewritten line (a terminal) instead of periodic log lines
+  // --trace-batches: one JSON line per optimizer step, {"step": s, "starts": [...]} (text data: the
+  // token-window starts of the step's examples, micro-batches in order) or {"step": s, "indices": [...]}
+  // (other data: dataset indices). Appended on resume (lines past the checkpoint are dropped first).
+  std::string trace_batches;
   std::FILE* out = stdout;
 };
 

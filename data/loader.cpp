@@ -116,6 +116,13 @@ Batch DataLoader::produce(const Epoch& epoch, int64_t batch, int workspace) cons
   return collator_.make(indices, epoch.transform_key, workspaces_[workspace]);
 }
 
+std::vector<int64_t> DataLoader::batch_indices() const {
+  if (!epoch_ || !has_current_ || delivered_ < 1) return {};
+  const int64_t n = dataset_->size(), first = (delivered_ - 1) * options_.batch_size;
+  const int64_t count = std::min(options_.batch_size, n - first);
+  return {epoch_->order.begin() + first, epoch_->order.begin() + first + count};
+}
+
 void DataLoader::fetch() {
   has_current_ = false;
   if (!epoch_) return;

@@ -107,6 +107,9 @@ class DataLoader {
   const Shape& input_shape() const { return collator_.input_shape(); }
 
   LoaderState state() const;
+  // The dataset indices of the batch the iterator points at (the last one fetched), in batch order — for
+  // logs that record which examples a step trained on. Empty between epochs.
+  std::vector<int64_t> batch_indices() const;
   // Throws ember::Error when epoch < 0 or batch is not in [0, num_batches()].
   void load_state(const LoaderState& state);
 

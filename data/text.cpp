@@ -382,6 +382,7 @@ std::shared_ptr<TokenWindows> TokenWindows::random(TokenStream tokens, int64_t b
   w->random_ = true;
   w->size_ = samples;
   w->key_ = mix_key(seed, kWindowStream);
+  w->epoch_key_.store(w->key_);
   return w;
 }
 
@@ -397,7 +398,13 @@ int64_t TokenWindows::start(int64_t index) const {
   check_index(index, size_, "TokenWindows");
   if (!random_) return begin_ + index * context_;
   // Starts in [begin, end - T - 1]: end - begin - T of them.
-  return begin_ + ExampleRng(key_, static_cast<uint64_t>(index)).uniform_int(end_ - begin_ - context_);
+  return begin_ + ExampleRng(epoch_key_.load(std::memory_order_relaxed), static_cast<uint64_t>(index))
+                      .uniform_int(end_ - begin_ - context_);
+}
+
+void TokenWindows::set_epoch(int64_t epoch) {
+  EMBER_CHECK(epoch >= 0, "TokenWindows::set_epoch: epoch is ", epoch, "; it must be >= 0");
+  epoch_key_.store(epoch == 0 ? key_ : mix_key(key_, static_cast<uint64_t>(epoch)));
 }
 
 Example TokenWindows::get(int64_t index) const {

@@ -12,6 +12,7 @@
 //
 // Shapes: T is the context (tokens per window), B the batch. An example is input i64 [T] and target
 // i64 [T] with target[t] = input[t + 1] in the token stream: the window holds T + 1 tokens.
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -129,8 +130,8 @@ using TokenStream = std::shared_ptr<const std::vector<int64_t>>;
 class TokenWindows : public Dataset {
  public:
   // `samples` windows whose starts are uniform in [begin, end - T - 1], drawn from Philox keyed by
-  // `seed`: start(i) is a pure function of (seed, i), so a DataLoader's order, workers and resume see the
-  // same windows. The loader's shuffle reorders them each epoch; the set of windows is fixed by the seed.
+  // `seed` and the epoch (set_epoch): start(i) is a pure function of (seed, epoch, i), so a DataLoader's
+  // order, workers and resume see the same windows. The loader's shuffle reorders them each epoch.
   static std::shared_ptr<TokenWindows> random(TokenStream tokens, int64_t begin, int64_t end, int64_t context,
                                               int64_t samples, uint64_t seed);
   // floor((end - begin - 1) / T) consecutive windows: start(i) = begin + i·T, so the targets cover tokens
@@ -144,6 +145,10 @@ class TokenWindows : public Dataset {
   void get_batch(std::span<const int64_t> indices, const Tensor& input, const Tensor& target) const override;
 
   int64_t start(int64_t index) const;  // the window's first token (an index into the stream)
+  // Random windows: draw epoch `epoch`'s set of windows (epoch 0 is the set random() starts with), so that
+  // every epoch trains on new text. Call it between epochs, before the loader's begin() (ember-train uses
+  // the loader's LoaderState::epoch, so a resumed run draws the same windows). Sequential windows: no effect.
+  void set_epoch(int64_t epoch);
   int64_t context() const { return context_; }
   int64_t begin() const { return begin_; }
   int64_t end() const { return end_; }
@@ -154,7 +159,8 @@ class TokenWindows : public Dataset {
   TokenStream tokens_;
   int64_t begin_ = 0, end_ = 0, context_ = 0, size_ = 0;
   bool random_ = false;
-  uint64_t key_ = 0;  // Philox key of the starts (random only)
+  uint64_t key_ = 0;  // Philox key of the starts (random only), epoch 0
+  std::atomic<uint64_t> epoch_key_{0};  // the key of the current epoch's starts (read by loader workers)
 };
 
 // --- Train / validation ----------------------------------------------------------------------------------

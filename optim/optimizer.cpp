@@ -194,6 +194,11 @@ RMSprop::RMSprop(std::vector<Tensor> params, const RMSpropOptions& o)
                                                    .beta2 = o.alpha, .eps = o.eps, .centered = o.centered,
                                                    .maximize = o.maximize})) {}
 
+SGD::SGD(std::vector<ParamGroup> groups) : Optimizer("SGD", OptimizerOp::sgd, false, std::move(groups)) {}
+Adam::Adam(std::vector<ParamGroup> groups) : Optimizer("Adam", OptimizerOp::adam, false, std::move(groups)) {}
+AdamW::AdamW(std::vector<ParamGroup> groups) : Optimizer("AdamW", OptimizerOp::adam, true, std::move(groups)) {}
+RMSprop::RMSprop(std::vector<ParamGroup> groups) : Optimizer("RMSprop", OptimizerOp::rmsprop, false, std::move(groups)) {}
+
 double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type) {
   NoGradGuard no_grad;
   double total = 0;

@@ -5,6 +5,12 @@
 //
 //   optim::Adam opt(model->parameters(), {.lr = 1e-3});
 //   opt.zero_grad(); loss.backward(); opt.step();
+//
+// Parameter groups (torch.optim's `[{"params": ..., "lr": ...}, ...]`): every constructor also takes a
+// list of ParamGroup, each with its own complete Hyper (nothing is inherited from the options structs):
+//
+//   optim::AdamW opt(optim::weight_decay_groups(*model, optim::kAllNoDecay, {.lr = 1e-3, .weight_decay = 0.1}));
+//   // (optim/param_groups.h: biases, norm parameters and embeddings in a group with weight_decay 0)
 #include <map>
 #include <memory>
 #include <string>
@@ -34,7 +40,7 @@ struct Hyper {
 struct ParamGroup {
   std::vector<Tensor> params;
   Hyper hyper;
-  double initial_lr = 0;  // the lr the group started with (schedulers scale from it)
+  double initial_lr = 0;  // the lr the group started with (schedulers scale from it); set by the optimizer
 };
 
 class Optimizer {
@@ -88,6 +94,8 @@ struct SGDOptions {
 class SGD : public Optimizer {
  public:
   SGD(std::vector<Tensor> params, const SGDOptions& o = {});
+  // One group per entry, each with its Hyper's lr, weight_decay, momentum, dampening, nesterov, maximize.
+  explicit SGD(std::vector<ParamGroup> groups);
 };
 
 struct AdamOptions {
@@ -98,6 +106,8 @@ struct AdamOptions {
 class Adam : public Optimizer {
  public:
   Adam(std::vector<Tensor> params, const AdamOptions& o = {});
+  // Each group's Hyper: lr, weight_decay, beta1, beta2, eps, amsgrad, maximize.
+  explicit Adam(std::vector<ParamGroup> groups);
 };
 // AdamW: decoupled weight decay (p ← p·(1 - lr·wd)); PyTorch's default weight_decay 1e-2.
 struct AdamWOptions {
@@ -107,6 +117,8 @@ struct AdamWOptions {
 class AdamW : public Optimizer {
  public:
   AdamW(std::vector<Tensor> params, const AdamWOptions& o = {});
+  // As Adam's; NOTE: Hyper's weight_decay defaults to 0, not AdamW's 1e-2: set it in each group.
+  explicit AdamW(std::vector<ParamGroup> groups);
 };
 
 struct RMSpropOptions {
@@ -116,6 +128,9 @@ struct RMSpropOptions {
 class RMSprop : public Optimizer {
  public:
   RMSprop(std::vector<Tensor> params, const RMSpropOptions& o = {});
+  // Each group's Hyper: lr, weight_decay, momentum, centered, eps, maximize, and alpha as beta2 (Hyper's
+  // default beta2 is Adam's 0.999, not RMSprop's 0.99: set it).
+  explicit RMSprop(std::vector<ParamGroup> groups);
 };
 
 // Scales all gradients so their joint norm is at most max_norm; returns the norm before clipping (as

@@ -136,6 +136,25 @@ TEST(Bench, IdxDatasetShapeComesFromItsFiles) {
   EXPECT_EQ(j.at("devices")[0].at("steps_run"), 2);
 }
 
+// Text data: synthetic token ids in [0, V) and next-token targets (V from the corpus's char vocabulary,
+// here 4: "\n", a, b, c); the loss on random tokens stays near ln V.
+TEST(Bench, LanguageModelOnTokenIds) {
+  test::Scratch s;
+  std::string text;
+  for (int i = 0; i < 400; ++i) text += (i % 7 == 6) ? "\n" : std::string(1, static_cast<char>('a' + i % 3));
+  const std::string corpus = s.write("corpus.txt", text);
+  const std::string cfg = s.write("cfg.yaml", "epochs: 1\ntask: language_model\ndata: {path: " + corpus +
+      ", context: 8, batch_size: 4}\nmodel: [{type: embedding, embedding_dim: 8}, {type: linear, out_features: 4}]\n"
+      "optimizer: {type: sgd, lr: 0.1}\n");
+  const Result r = bench(s, "--config " + cfg + " --device cpu --steps 2 --warmup 0 --json");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  const json j = report(r);
+  EXPECT_EQ(j.at("sample_shape"), json::parse("[8]"));
+  EXPECT_EQ(j.at("classes"), 4);
+  const double loss = j.at("devices")[0].at("final_loss").get<double>();
+  EXPECT_NEAR(loss, std::log(4.0), 0.5);
+}
+
 TEST(Bench, TableNamesTheColumnsAndTheDevice) {
   test::Scratch s;
   const std::string cfg = s.write("cfg.yaml", kConfig);

@@ -307,3 +307,67 @@ TEST(Config, BadConfigsExitWithCode2) {
       EXPECT_NE(r.output.find(piece), std::string::npos) << c.name << ": missing '" << piece << "' in\n" << r.output;
   }
 }
+
+// The task section: text data and language_model go together, regression takes CSV and mse/l1, and the
+// optimizer's no_decay kinds and accumulate_steps are checked.
+TEST(Config, TaskDataAndLossMustAgree) {
+  const std::string lm = "epochs: 1\ntask: language_model\nmodel: [{type: embedding, embedding_dim: 8}]\n"
+                         "optimizer: {lr: 0.1}\n";
+  const TrainConfig c = parse_config(lm, "cfg.yaml");
+  EXPECT_EQ(c.data.dataset, "text");  // the default for language_model
+  EXPECT_EQ(c.data.tokenizer, "char");
+  EXPECT_EQ(c.data.context, 128);
+  EXPECT_EQ(c.data.val_fraction, 0.1);
+  EXPECT_EQ(c.loss, "cross_entropy");
+  EXPECT_EQ(c.optimizer.accumulate_steps, 1);
+  EXPECT_TRUE(c.optimizer.no_decay.empty());
+  EXPECT_EQ(to_yaml(parse_config(to_yaml(c), "resolved.yaml")), to_yaml(c));
+  expect_error(lm, {"data.dataset=fashion_mnist"}, {"task", "language_model trains on text", "data.dataset: text"});
+  expect_error(kBase, {"data.dataset=text"}, {"data.dataset", "text data trains a language model", "task: language_model"});
+  expect_error(lm, {"data.path=/no/such/corpus"}, {"data.path", "'/no/such/corpus' does not exist"});
+  expect_error(lm, {"data.tokenizer=word"}, {"data.tokenizer", "unknown value 'word'", "char, byte"});
+  expect_error(lm, {"data.context=0"}, {"data.context", ">= 1"});
+  expect_error(lm, {"data.val_fraction=0"}, {"data.val_fraction", "in (0, 1)"});
+  expect_error(lm, {"data.transforms=[{type: normalize, mean: 0.5, std: 0.25}]"},
+               {"data.transforms", "text data takes none"});
+  expect_error(kBase, {"data.context=64"}, {"data.context", "only used with data.dataset: text"});
+  expect_error(lm, {"loss.type=mse"}, {"loss.type", "mse is a regression loss", "needs cross_entropy"});
+  expect_error(kBase, {"task=regression"}, {"task", "regression trains on CSV tables", "data.dataset: csv"});
+  const std::string csv = "epochs: 1\ntask: regression\ndata: {dataset: csv, train_file: /nope.csv}\n"
+                          "model: [{type: linear, out_features: 1}]\noptimizer: {lr: 0.1}\n";
+  expect_error(csv, {}, {"data.train_file", "'/nope.csv' does not exist"});
+  test::Scratch s;
+  const std::string table = s.write("t.csv", "x,target\n1,2\n");
+  const std::string ok_csv = "epochs: 1\ntask: regression\ndata: {dataset: csv, train_file: " + table + ", test_file: " +
+                             table + "}\nmodel: [{type: linear, out_features: 1}]\noptimizer: {lr: 0.1}\n";
+  const TrainConfig r = parse_config(ok_csv, "cfg.yaml");
+  EXPECT_EQ(r.loss, "mse");  // the default for regression
+  EXPECT_EQ(r.data.target_column, "target");
+  expect_error(ok_csv, {"loss.type=cross_entropy"}, {"loss.type", "regression needs mse or l1"});
+  expect_error(ok_csv, {"loss.label_smoothing=0.1"}, {"loss.label_smoothing", "only applies to cross_entropy"});
+}
+
+TEST(Config, NoDecayKindsAndAccumulation) {
+  const TrainConfig c = parse_config(kBase, "cfg.yaml",
+                                     {"optimizer.weight_decay=0.1", "optimizer.no_decay=[bias, norm]",
+                                      "optimizer.accumulate_steps=4"});
+  EXPECT_EQ(c.optimizer.no_decay, (std::vector<std::string>{"bias", "norm"}));
+  EXPECT_EQ(c.optimizer.accumulate_steps, 4);
+  EXPECT_NE(to_yaml(c).find("no_decay: [bias, norm]"), std::string::npos) << to_yaml(c);
+  EXPECT_EQ(to_yaml(parse_config(to_yaml(c), "resolved.yaml")), to_yaml(c));
+  EXPECT_NE(config_hash(c), config_hash(parse_config(kBase, "cfg.yaml", {"optimizer.weight_decay=0.1"})));
+  // One kind stands for a list of one.
+  EXPECT_EQ(parse_config(kBase, "cfg.yaml", {"optimizer.weight_decay=0.1", "optimizer.no_decay=embedding"})
+                .optimizer.no_decay,
+            std::vector<std::string>{"embedding"});
+  expect_error(kBase, {"optimizer.weight_decay=0.1", "optimizer.no_decay=[biases]"},
+               {"optimizer.no_decay", "'biases' is not one of bias, norm, embedding", "did you mean 'bias'"});
+  expect_error(kBase, {"optimizer.weight_decay=0.1", "optimizer.no_decay=[bias, bias]"}, {"'bias' is listed twice"});
+  expect_error(kBase, {"optimizer.no_decay=[bias]"}, {"optimizer.no_decay", "has no effect with weight_decay 0"});
+  expect_error(kBase, {"optimizer.accumulate_steps=0"}, {"optimizer.accumulate_steps", ">= 1"});
+  // Keys added with the task section leave the hash of configs that do not use them as it was (their old
+  // checkpoints still resume); any other value is part of it.
+  const std::string base = config_hash(parse_config(kBase, "cfg.yaml"));
+  EXPECT_EQ(config_hash(parse_config(kBase, "cfg.yaml", {"optimizer.accumulate_steps=1", "task=classification"})), base);
+  EXPECT_NE(config_hash(parse_config(kBase, "cfg.yaml", {"optimizer.accumulate_steps=2"})), base);
+}

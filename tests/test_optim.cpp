@@ -14,6 +14,7 @@
 #include "core/safetensors.h"
 #include "nn/layers.h"
 #include "optim/optimizer.h"
+#include "optim/param_groups.h"
 
 using namespace ember;
 
@@ -171,4 +172,113 @@ TEST(Optim, ClipGradNormAndValue) {
   optim::clip_grad_value_({a, b}, 0.7);
   EXPECT_EQ(b.grad().to_vector<float>()[0], 0.7f);
   EXPECT_NEAR(a.grad().to_vector<float>()[0], 0.6f, 1e-6f);
+}
+
+// --- parameter groups (optim/param_groups.h), against tools/make_param_groups_golden.py -----------------
+
+namespace {
+
+Tensor group_golden(const std::string& name) { return test::golden("param_groups_golden.safetensors", name); }
+
+// Embedding(5, 4) -> LayerNorm(4) -> Linear(4, 3), f64, with the generator's initial weights.
+std::shared_ptr<nn::Sequential> group_model() {
+  auto m = std::make_shared<nn::Sequential>();
+  m->push_back(std::make_shared<nn::Embedding>(5, 4));
+  m->push_back(std::make_shared<nn::LayerNorm>(Shape{4}));
+  m->push_back(std::make_shared<nn::Linear>(4, 3));
+  m->to(DType::f64);
+  nn::NamedTensors init;
+  for (const auto& [name, t] : m->named_parameters()) init.emplace_back(name, group_golden("init." + name));
+  m->load_state_dict(init);
+  return m;
+}
+
+void group_trajectory(const std::string& name, optim::Optimizer& opt, nn::Module& model) {
+  const Tensor x = group_golden("x"), y = group_golden("y");
+  const Tensor expected = group_golden(name);
+  for (int step = 0; step < 10; ++step) {
+    opt.zero_grad();
+    const Tensor logits = model.forward(x);
+    nn::functional::cross_entropy(logits.reshape({12, 3}), y.reshape({12})).backward();
+    opt.step();
+    std::vector<double> flat;
+    for (const Tensor& p : model.parameters())
+      for (double v : p.to_vector<double>()) flat.push_back(v);
+    expect_rel(flat, expected.select(0, step).to_vector<double>(), 1e-9, name + " step " + std::to_string(step + 1));
+  }
+}
+
+}  // namespace
+
+TEST(ParamGroups, KindsByModuleTypeAndName) {
+  using optim::ParamKind;
+  EXPECT_EQ(optim::param_kinds("Linear", "bias"), std::vector<ParamKind>{ParamKind::bias});
+  EXPECT_TRUE(optim::param_kinds("Linear", "weight").empty());
+  EXPECT_EQ(optim::param_kinds("LSTM", "bias_ih_l0"), std::vector<ParamKind>{ParamKind::bias});
+  EXPECT_EQ(optim::param_kinds("MultiheadAttention", "in_proj_bias"), std::vector<ParamKind>{ParamKind::bias});
+  EXPECT_TRUE(optim::param_kinds("MultiheadAttention", "in_proj_weight").empty());
+  EXPECT_EQ(optim::param_kinds("LayerNorm", "weight"), std::vector<ParamKind>{ParamKind::norm});
+  EXPECT_EQ(optim::param_kinds("LayerNorm", "bias"), (std::vector<ParamKind>{ParamKind::bias, ParamKind::norm}));
+  EXPECT_EQ(optim::param_kinds("BatchNorm2d", "weight"), std::vector<ParamKind>{ParamKind::norm});
+  EXPECT_EQ(optim::param_kinds("Embedding", "weight"), std::vector<ParamKind>{ParamKind::embedding});
+  EXPECT_EQ(optim::param_kinds("PositionalEmbedding", "weight"), std::vector<ParamKind>{ParamKind::embedding});
+  EXPECT_EQ(optim::parse_param_kind("norm"), ParamKind::norm);
+  EXPECT_FALSE(optim::parse_param_kind("weight").has_value());
+}
+
+TEST(ParamGroups, WeightDecayGroupsSplitByKindInModelOrder) {
+  auto m = group_model();
+  std::vector<std::vector<std::string>> names;
+  const auto all = optim::weight_decay_groups(*m, optim::kAllNoDecay, {.lr = 0.01, .weight_decay = 0.1}, &names);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(names[0], std::vector<std::string>{"2.weight"});
+  EXPECT_EQ(names[1], (std::vector<std::string>{"0.weight", "1.weight", "1.bias", "2.bias"}));
+  EXPECT_EQ(all[0].hyper.weight_decay, 0.1);
+  EXPECT_EQ(all[1].hyper.weight_decay, 0.0);
+  EXPECT_EQ(all[1].hyper.lr, 0.01);
+  EXPECT_TRUE(all[0].params[0].shares_storage(m->parameters()[3]));  // the model's own 2.weight
+  // Only biases: the embedding and the LayerNorm weight are decayed.
+  optim::weight_decay_groups(*m, {optim::ParamKind::bias}, {.weight_decay = 0.1}, &names);
+  EXPECT_EQ(names[0], (std::vector<std::string>{"0.weight", "1.weight", "2.weight"}));
+  EXPECT_EQ(names[1], (std::vector<std::string>{"1.bias", "2.bias"}));
+  // No kinds: everything decays, the second group is empty.
+  const auto none = optim::weight_decay_groups(*m, {}, {.weight_decay = 0.1}, &names);
+  EXPECT_EQ(names[0].size(), 5u);
+  EXPECT_TRUE(none[1].params.empty());
+}
+
+// A parameter shared by two modules (weight tying) is in one group once, with the kinds of both.
+TEST(ParamGroups, TiedParameterListedOnceWithTheUnionOfItsKinds) {
+  struct TiedHead : nn::Module {  // an output projection whose weight is the embedding's
+    explicit TiedHead(const Tensor& weight) {
+      register_parameter("weight", weight);
+      register_parameter("bias", zeros({5}));
+    }
+    std::string type_name() const override { return "Linear"; }
+  };
+  auto emb = std::make_shared<nn::Embedding>(5, 4);
+  auto head = std::make_shared<TiedHead>(emb->named_parameters()[0].second);
+  auto m = std::make_shared<nn::Sequential>();
+  m->push_back(emb);
+  m->push_back(head);
+  std::vector<std::vector<std::string>> names;
+  optim::weight_decay_groups(*m, {optim::ParamKind::embedding}, {.weight_decay = 0.1}, &names);
+  EXPECT_EQ(names[0], std::vector<std::string>{"1.bias"});
+  EXPECT_EQ(names[1], std::vector<std::string>{"0.weight"});
+}
+
+TEST(ParamGroups, AdamWGroupsMatchPyTorch) {
+  auto m = group_model();
+  optim::AdamW opt(optim::weight_decay_groups(*m, optim::kAllNoDecay, {.lr = 0.01, .weight_decay = 0.1}));
+  ASSERT_EQ(opt.param_groups().size(), 2u);
+  group_trajectory("adamw", opt, *m);
+}
+
+TEST(ParamGroups, SgdGroupsWithTheirOwnLrMatchPyTorch) {
+  auto m = group_model();
+  auto groups = optim::weight_decay_groups(*m, optim::kAllNoDecay, {.lr = 0.1, .weight_decay = 0.05, .momentum = 0.9});
+  groups[1].hyper.lr = 0.02;
+  optim::SGD opt(std::move(groups));
+  EXPECT_EQ(opt.param_groups()[1].initial_lr, 0.02);
+  group_trajectory("sgd", opt, *m);
 }

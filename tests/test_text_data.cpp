@@ -278,6 +278,31 @@ TEST(TextSplit, RandomStartsArePureInTheSeedAndReachEveryPosition) {
   for (const auto& [start, n] : hits) EXPECT_GT(n, 40) << "start " << start;  // ~98 each
 }
 
+// set_epoch draws another set of windows per epoch, a pure function of (seed, epoch, index): epoch 0 is the
+// set random() starts with, and going back to an epoch gives its windows again. Sequential windows ignore it.
+TEST(TextSplit, EveryEpochDrawsItsOwnWindows) {
+  const data::TokenStream tokens = positions(1000);
+  const auto a = data::TokenWindows::random(tokens, 0, 1000, 9, 200, 3);
+  const auto fresh = data::TokenWindows::random(tokens, 0, 1000, 9, 200, 3);
+  std::vector<int64_t> epoch0, epoch1, again0, epoch1_other;
+  for (int64_t i = 0; i < 200; ++i) epoch0.push_back(a->start(i));
+  a->set_epoch(1);
+  for (int64_t i = 0; i < 200; ++i) epoch1.push_back(a->start(i));
+  fresh->set_epoch(1);
+  for (int64_t i = 0; i < 200; ++i) epoch1_other.push_back(fresh->start(i));
+  a->set_epoch(0);
+  for (int64_t i = 0; i < 200; ++i) again0.push_back(a->start(i));
+  EXPECT_EQ(again0, epoch0);
+  EXPECT_EQ(epoch1_other, epoch1);
+  int same = 0;
+  for (size_t i = 0; i < 200; ++i) same += epoch0[i] == epoch1[i];
+  EXPECT_LT(same, 10);  // independent draws agree ~1/991 of the time
+  const auto seq = data::TokenWindows::sequential(tokens, 0, 1000, 9);
+  seq->set_epoch(5);
+  EXPECT_EQ(seq->start(3), 27);
+  expect_error([&] { a->set_epoch(-1); }, {"set_epoch", "-1"});
+}
+
 TEST(TextSplit, LoaderBatchesAreTheSameForAnyWorkerCountAndResumeExactly) {
   const data::TextSplits s = data::text_splits(positions(3000), {.context = 10, .seed = 11});
   auto loader_with = [&](int workers) {

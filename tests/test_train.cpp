@@ -51,10 +51,14 @@ TEST(Train, ShortRunLossFallsAndWritesItsFiles) {
   EXPECT_EQ(rows.back().at("step").get<int64_t>(), 240);
   const auto csv = test::lines(test::read_text(run / "metrics.csv"));
   ASSERT_EQ(csv.size(), 13u);
-  EXPECT_EQ(csv[0], "epoch,step,lr,train_loss,train_accuracy,test_loss,test_accuracy,samples_per_sec,seconds");
+  EXPECT_EQ(csv[0], "epoch,step,lr,train_loss,train_accuracy,test_loss,test_accuracy,test_bits_per_token,"
+                    "test_perplexity,samples_per_sec,seconds");
+  EXPECT_TRUE(rows.back().at("test_perplexity").is_null());  // language-model columns: empty for classification
+  EXPECT_TRUE(fs::exists(run / "init.safetensors"));
   EXPECT_TRUE(fs::exists(run / "checkpoint-00000240.safetensors"));
   size_t checkpoints = 0;  // keep_last: 3
-  for (const auto& e : fs::directory_iterator(run)) checkpoints += e.path().extension() == ".safetensors";
+  for (const auto& e : fs::directory_iterator(run))
+    checkpoints += e.path().filename().string().rfind("checkpoint-", 0) == 0;
   EXPECT_EQ(checkpoints, 3u);
   // The resolved config is complete and loads back.
   EXPECT_NE(test::read_text(run / "config.yaml").find("keep_last: 3"), std::string::npos);
@@ -194,9 +198,11 @@ TEST(Train, MetricsFilesAreValidJsonWithNaNAndInfinity) {
   {
     app::MetricsWriter metrics(s.dir(), std::nullopt);
     metrics.append({.epoch = 1, .step = 10, .lr = 0.1, .train_loss = nan, .train_accuracy = 0.25, .test_loss = inf,
-                    .test_accuracy = 0.5, .samples_per_sec = 100, .seconds = 1.5});
+                    .test_accuracy = 0.5, .test_bits = 2.5, .test_perplexity = inf, .samples_per_sec = 100,
+                    .seconds = 1.5});
     metrics.append({.epoch = 2, .step = 20, .lr = 1e-4, .train_loss = -inf, .train_accuracy = -nan,
-                    .test_loss = std::nullopt, .test_accuracy = std::nullopt, .samples_per_sec = 0, .seconds = 3});
+                    .test_loss = std::nullopt, .test_accuracy = std::nullopt, .test_bits = std::nullopt,
+                    .test_perplexity = std::nullopt, .samples_per_sec = 0, .seconds = 3});
   }
   const auto jsonl = test::lines(test::read_text(s.dir() / "metrics.jsonl"));
   ASSERT_EQ(jsonl.size(), 2u);
@@ -216,8 +222,13 @@ TEST(Train, MetricsFilesAreValidJsonWithNaNAndInfinity) {
   EXPECT_EQ(test::metric(rows[1], "lr"), 1e-4);
   EXPECT_EQ(test::metric(rows[0], "seconds"), 1.5);
   const auto csv = test::lines(test::read_text(s.dir() / "metrics.csv"));
-  EXPECT_EQ(csv, (std::vector<std::string>{"epoch,step,lr,train_loss,train_accuracy,test_loss,test_accuracy,samples_per_sec,seconds",
-                                           "1,10,0.1,NaN,0.25,Infinity,0.5,100,1.5", "2,20,1e-04,-Infinity,NaN,,,0,3"}));
+  EXPECT_EQ(rows[0].at("test_bits_per_token").get<double>(), 2.5);
+  EXPECT_EQ(rows[0].at("test_perplexity").dump(), "\"Infinity\"");
+  EXPECT_TRUE(rows[1].at("test_bits_per_token").is_null());
+  EXPECT_EQ(csv, (std::vector<std::string>{"epoch,step,lr,train_loss,train_accuracy,test_loss,test_accuracy,"
+                                           "test_bits_per_token,test_perplexity,samples_per_sec,seconds",
+                                           "1,10,0.1,NaN,0.25,Infinity,0.5,2.5,Infinity,100,1.5",
+                                           "2,20,1e-04,-Infinity,NaN,,,,,0,3"}));
 
   { app::MetricsWriter resumed(s.dir(), 1); }
   EXPECT_EQ(test::lines(test::read_text(s.dir() / "metrics.jsonl")), std::vector<std::string>{jsonl[0]});

@@ -19,6 +19,7 @@
 #include "nn/serialize.h"
 #include "nn/transformer.h"
 #include "optim/optimizer.h"
+#include "optim/param_groups.h"
 #include "optim/scheduler.h"
 
 namespace ember {

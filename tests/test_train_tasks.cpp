@@ -1,0 +1,304 @@
+// ember-train's tasks end to end, as subprocesses on data written by the tests: a language model on a small
+// text file (the embedding + linear bigram model must come close to the corpus's bigram baseline), its exact
+// resume mid-epoch, gradient accumulation against one large batch, regression on a CSV table, and ember-eval
+// on each.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <set>
+
+#include <ember/ember.h>
+
+#include "apps/run_dir.h"
+#include "test_train_util.h"
+
+using namespace ember;
+using test::Result;
+using test::train;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// About 24 kB of words drawn from a fixed little grammar (an LCG, so the text is the same everywhere):
+// enough structure that a bigram model learns it, with 19 distinct characters.
+std::string make_corpus(uint32_t seed = 7, size_t words = 5000) {
+  static const char* const kWords[] = {"the", "cat", "sat", "on", "a", "mat", "dog", "ran", "to", "big",
+                                       "red", "house", "and", "then", "slept"};
+  uint32_t state = seed;
+  std::string text;
+  for (size_t i = 0; i < words; ++i) {
+    state = state * 1664525u + 1013904223u;
+    text += kWords[(state >> 16) % 15];
+    text += (i % 12 == 11) ? "\n" : " ";
+  }
+  return text;
+}
+
+int64_t vocab_of(const std::string& text) { return data::Tokenizer::chars(text).vocab_size(); }
+
+// A language-model config over `corpus`; `model` is the YAML list of layers, `optimizer` its section.
+std::string lm_config(const std::string& corpus, const std::string& model, const std::string& extra = "",
+                      const std::string& optimizer = "{type: adamw, lr: 0.02, weight_decay: 0.01, "
+                                                     "no_decay: [bias, embedding]}") {
+  return "task: language_model\nepochs: 3\nseed: 5\n"
+         "data: {path: " + corpus + ", context: 16, batch_size: 32, test_batch_size: 64, workers: 0}\n"
+         "model: " + model + "\noptimizer: " + optimizer + "\n" + extra;
+}
+
+std::string bigram_model(int64_t vocab, bool dropout = false) {
+  return "[{type: embedding, embedding_dim: 32}, " + std::string(dropout ? "{type: dropout, p: 0.1}, " : "") +
+         "{type: linear, out_features: " + std::to_string(vocab) + "}]";
+}
+
+std::vector<nlohmann::json> json_lines(const fs::path& file) {
+  std::vector<nlohmann::json> out;
+  for (const std::string& line : test::lines(test::read_text(file))) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+std::vector<float> floats(const test::TensorBytes& t) {
+  std::vector<float> v(t.bytes.size() / sizeof(float));
+  std::memcpy(v.data(), t.bytes.data(), v.size() * sizeof(float));
+  return v;
+}
+
+// Copies the run `from` to `to` as if the process had died after step `step` (later checkpoints gone).
+void cut_after(const fs::path& from, const fs::path& to, int64_t step) {
+  fs::copy(from, to);
+  for (const auto& e : fs::directory_iterator(to)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("checkpoint-", 0) == 0 && name > app::checkpoint_name(step)) fs::remove(e.path());
+  }
+}
+
+}  // namespace
+
+// The embedding + linear model is a bigram model: trained, its validation loss must come close to the
+// add-one-smoothed bigram cross entropy of the same split (it cannot beat that by much, and must approach it).
+TEST(TrainTasks, LanguageModelApproachesTheBigramBaseline) {
+  test::Scratch s;
+  const std::string text = make_corpus();
+  const std::string corpus = s.write("corpus.txt", text);
+  const int64_t vocab = vocab_of(text);
+  const std::string cfg = s.write("lm.yaml", lm_config(corpus, bigram_model(vocab)));
+  const fs::path run = s.dir() / "run";
+  const Result r = train("--config " + cfg + " --out " + run.string());
+  ASSERT_EQ(r.rc, 0) << r.output;
+  test::expect_in(r.output, {"epoch 3/3: train loss", "next-token accuracy", "nats/token", "bits/char", "perplexity"});
+
+  const data::Tokenizer tok = data::Tokenizer::chars(text);
+  const std::vector<int64_t> ids = tok.encode(text);
+  const auto train_end = static_cast<int64_t>(std::llround(0.9 * static_cast<double>(ids.size())));
+  const double bigram = data::bigram_cross_entropy(ids, train_end, vocab);
+
+  const auto rows = test::metrics_rows(run);
+  ASSERT_EQ(rows.size(), 3u);
+  const double val = test::metric(rows.back(), "test_loss");
+  EXPECT_LT(val, bigram + 0.03) << "the bigram model did not reach the bigram baseline " << bigram;
+  EXPECT_GT(val, bigram - 0.05) << "a bigram model cannot beat the bigram baseline " << bigram << " by much";
+  EXPECT_LT(val, test::metric(rows.front(), "test_loss") + 1e-9);
+  EXPECT_NEAR(test::metric(rows.back(), "test_bits_per_char"), val / std::log(2.0), 1e-12);
+  EXPECT_NEAR(test::metric(rows.back(), "test_perplexity"), std::exp(val), 1e-9);
+  const double acc = test::metric(rows.back(), "test_accuracy");
+  EXPECT_GT(acc, 0.3);
+  EXPECT_LT(acc, 1.0);
+  EXPECT_GT(test::metric(rows.back(), "train_accuracy"), 0.3);
+  // samples_per_epoch 0: train tokens / context windows of 32 → steps per epoch.
+  const int64_t steps = ((train_end / 16) + 31) / 32;
+  EXPECT_EQ(rows.back().at("step").get<int64_t>(), 3 * steps);
+
+  // The run directory: the vocabulary (the same tokenizer), and the initial weights (not the final ones).
+  EXPECT_EQ(data::Tokenizer::load((run / "vocab.json").string()), tok);
+  const auto init = test::tensor_bytes(run / "init.safetensors");
+  ASSERT_EQ(init.size(), 3u);
+  EXPECT_EQ(init[0].name, "0.weight");
+  const fs::path last = run / app::checkpoint_name(3 * steps);
+  const auto trained = test::tensor_bytes(last, "model.");
+  ASSERT_EQ(trained.size(), 3u);
+  EXPECT_EQ(trained[0].bytes.size(), init[0].bytes.size());
+  EXPECT_NE(trained[0].bytes, init[0].bytes);
+  // optimizer.no_decay: a second parameter group (weight_decay 0) in the optimizer's state.
+  EXPECT_EQ(test::tensor_bytes(last, "optimizer.group.1.lr").size(), 1u);
+  EXPECT_TRUE(test::tensor_bytes(last, "optimizer.group.2.").empty());
+
+  // ember-eval reads the vocabulary next to the checkpoint and reports what the last evaluation did.
+  const Result eval = test::run(std::string(EMBER_EVAL_APP) + " --config " + cfg + " --checkpoint " + last.string());
+  ASSERT_EQ(eval.rc, 0) << eval.output;
+  char expected[64];
+  std::snprintf(expected, sizeof expected, "val loss %.4f nats/token", val);
+  test::expect_in(eval.output, {expected, "bits/char", "perplexity", "next-token accuracy"});
+
+  // Other text with the same characters: the checkpoint refuses it (resume and eval alike).
+  const std::string other = s.write("other.txt", make_corpus(99));
+  const Result wrong = test::run(std::string(EMBER_EVAL_APP) + " --config " + cfg + " --checkpoint " + last.string() +
+                                 " --set data.path=" + other);
+  EXPECT_EQ(wrong.rc, 2) << wrong.output;
+  test::expect_in(wrong.output, {"trained on other text", "point data.path at the run's corpus"});
+  // A corpus with a character outside the run's vocabulary is refused, naming it.
+  const std::string odd = s.write("odd.txt", text + "zebra!");
+  const Result outside = test::run(std::string(EMBER_EVAL_APP) + " --config " + cfg + " --checkpoint " +
+                                   last.string() + " --set data.path=" + odd);
+  EXPECT_NE(outside.rc, 0);
+  EXPECT_NE(outside.output.find("'z'"), std::string::npos) << outside.output;
+  // The model must predict the vocabulary.
+  const Result narrow = train("--config " + cfg + " --out " + (s.dir() / "narrow").string() +
+                              " --set model.1.out_features=" + std::to_string(vocab - 1));
+  EXPECT_EQ(narrow.rc, 2);
+  test::expect_in(narrow.output, {"language_model needs logits [batch, context, vocab]",
+                                  "out_features: " + std::to_string(vocab)});
+  // The --dry-run summary takes token ids.
+  const Result dry = train("--config " + cfg + " --dry-run");
+  ASSERT_EQ(dry.rc, 0) << dry.output;
+  test::expect_in(dry.output, {"Embedding", "Memory estimate"});
+}
+
+// A language-model run killed mid-epoch resumes to the same weights, metrics and batches bit for bit:
+// dropout, loader workers, accumulation and the per-epoch windows all continue where they were.
+TEST(TrainTasks, LanguageModelResumesExactlyMidEpoch) {
+  test::Scratch s;
+  const std::string text = make_corpus();
+  const std::string corpus = s.write("corpus.txt", text);
+  const std::string cfg = s.write(
+      "lm.yaml", lm_config(corpus, bigram_model(vocab_of(text), /*dropout=*/true),
+                           "output: {checkpoint_every_steps: 3, keep_last: 20}\n"));
+  // 200 windows of 16 in batches of 16: 13 batches, 7 optimizer steps of 2 micro-batches per epoch.
+  const std::string sets = " --set epochs=2 data.samples_per_epoch=200 data.batch_size=16 data.workers=2 "
+                           "optimizer.accumulate_steps=2";
+  const fs::path straight = s.dir() / "straight", resumed = s.dir() / "resumed";
+  const Result r = train("--config " + cfg + " --out " + straight.string() + sets + " --trace-batches " +
+                         (s.dir() / "straight.jsonl").string());
+  ASSERT_EQ(r.rc, 0) << r.output;
+  const auto trace = json_lines(s.dir() / "straight.jsonl");
+  ASSERT_EQ(trace.size(), 14u);
+  std::set<int64_t> epoch1, epoch2;
+  for (size_t i = 0; i < trace.size(); ++i) {
+    EXPECT_EQ(trace[i].at("step").get<int64_t>(), static_cast<int64_t>(i) + 1);
+    const auto starts = trace[i].at("starts").get<std::vector<int64_t>>();
+    EXPECT_EQ(starts.size(), i % 7 == 6 ? 8u : 32u) << "step " << i + 1;  // the epoch's last step: 1 batch of 8
+    for (int64_t st : starts) (i < 7 ? epoch1 : epoch2).insert(st);
+  }
+  EXPECT_NE(epoch1, epoch2) << "every epoch must draw new windows";
+
+  cut_after(straight, resumed, 9);  // mid epoch 2
+  fs::copy_file(s.dir() / "straight.jsonl", s.dir() / "resumed.jsonl");
+  const Result again = train("--resume " + resumed.string() + " --trace-batches " + (s.dir() / "resumed.jsonl").string());
+  ASSERT_EQ(again.rc, 0) << again.output;
+  EXPECT_NE(again.output.find("resumed from"), std::string::npos) << again.output;
+  EXPECT_EQ(test::metrics_rows_without_timing(resumed), test::metrics_rows_without_timing(straight));
+  test::expect_same_tensors(resumed / app::checkpoint_name(14), straight / app::checkpoint_name(14), "model.");
+  test::expect_same_tensors(resumed / app::checkpoint_name(14), straight / app::checkpoint_name(14), "optimizer.");
+  EXPECT_EQ(json_lines(s.dir() / "resumed.jsonl"), trace);
+
+  // Resuming on other text is refused.
+  const fs::path moved = s.dir() / "moved";
+  cut_after(straight, moved, 9);
+  std::ofstream(corpus, std::ios::trunc) << make_corpus(8);
+  const Result wrong = train("--resume " + moved.string());
+  EXPECT_EQ(wrong.rc, 2) << wrong.output;
+  EXPECT_NE(wrong.output.find("trained on other text"), std::string::npos) << wrong.output;
+  // A run directory without its vocabulary cannot resume.
+  std::ofstream(corpus, std::ios::trunc) << text;
+  fs::remove(moved / "vocab.json");
+  const Result novocab = train("--resume " + moved.string());
+  EXPECT_EQ(novocab.rc, 2) << novocab.output;
+  EXPECT_NE(novocab.output.find("vocab.json: the run's vocabulary is missing"), std::string::npos) << novocab.output;
+}
+
+// Gradient accumulation: 4 micro-batches of 8 make the same update as one batch of 32 (SGD, no dropout),
+// including the epoch's short last step (100 windows: 13 micro-batches, the last of 4 examples), so both
+// runs see the same examples per step and end with the same weights (up to the order of float sums).
+TEST(TrainTasks, AccumulatedMicroBatchesEqualOneLargeBatch) {
+  test::Scratch s;
+  const std::string text = make_corpus();
+  const std::string corpus = s.write("corpus.txt", text);
+  const std::string cfg = s.write(
+      "lm.yaml", lm_config(corpus, bigram_model(vocab_of(text)), "", "{type: sgd, lr: 0.5, momentum: 0.9}"));
+  const std::string common = " --set epochs=2 data.samples_per_epoch=100 optimizer.clip_grad_norm=5";
+  const fs::path small = s.dir() / "small", large = s.dir() / "large";
+  const Result a = train("--config " + cfg + " --out " + small.string() + common +
+                         " data.batch_size=8 optimizer.accumulate_steps=4 --trace-batches " +
+                         (s.dir() / "small.jsonl").string());
+  ASSERT_EQ(a.rc, 0) << a.output;
+  const Result b = train("--config " + cfg + " --out " + large.string() + common + " data.batch_size=32 --trace-batches " +
+                         (s.dir() / "large.jsonl").string());
+  ASSERT_EQ(b.rc, 0) << b.output;
+  const auto ta = json_lines(s.dir() / "small.jsonl"), tb = json_lines(s.dir() / "large.jsonl");
+  ASSERT_EQ(ta.size(), 8u);  // 4 optimizer steps per epoch
+  EXPECT_EQ(ta, tb);         // the same examples in every step
+  const auto ra = test::metrics_rows(small), rb = test::metrics_rows(large);
+  ASSERT_EQ(ra.size(), 2u);
+  ASSERT_EQ(rb.size(), 2u);
+  for (size_t e = 0; e < 2; ++e) {
+    EXPECT_EQ(ra[e].at("step"), rb[e].at("step"));
+    EXPECT_NEAR(test::metric(ra[e], "train_loss"), test::metric(rb[e], "train_loss"), 1e-5);
+    EXPECT_NEAR(test::metric(ra[e], "test_loss"), test::metric(rb[e], "test_loss"), 1e-5);
+  }
+  const auto wa = test::tensor_bytes(small / app::checkpoint_name(8), "model.");
+  const auto wb = test::tensor_bytes(large / app::checkpoint_name(8), "model.");
+  const auto w0 = test::tensor_bytes(small / "init.safetensors");
+  ASSERT_EQ(wa.size(), wb.size());
+  for (size_t i = 0; i < wa.size(); ++i) {
+    const std::vector<float> x = floats(wa[i]), y = floats(wb[i]), x0 = floats(w0[i]);
+    ASSERT_EQ(x.size(), y.size());
+    double moved = 0;
+    for (size_t j = 0; j < x.size(); ++j) {
+      ASSERT_NEAR(x[j], y[j], 1e-5 * std::max(1.0f, std::abs(y[j]))) << wa[i].name << " element " << j;
+      moved = std::max(moved, static_cast<double>(std::abs(y[j] - x0[j])));
+    }
+    EXPECT_GT(moved, 1e-3) << wa[i].name << " did not train";
+  }
+}
+
+// Regression on a CSV table: y = 2·x1 − 3·x2 + 1 + noise, a linear model, mse (then l1); no accuracy.
+TEST(TrainTasks, RegressionOnCsv) {
+  test::Scratch s;
+  std::string train_csv = "x1,x2,y\n", test_csv = "x1,x2,y\n";
+  uint32_t state = 11;
+  const auto uniform = [&] {
+    state = state * 1664525u + 1013904223u;
+    return static_cast<double>(state >> 8) / static_cast<double>(1u << 24) * 2 - 1;
+  };
+  for (int i = 0; i < 300; ++i) {
+    const double x1 = uniform(), x2 = uniform(), y = 2 * x1 - 3 * x2 + 1 + 0.01 * uniform();
+    (i < 240 ? train_csv : test_csv) += std::to_string(x1) + "," + std::to_string(x2) + "," + std::to_string(y) + "\n";
+  }
+  const std::string train_file = s.write("train.csv", train_csv), test_file = s.write("test.csv", test_csv);
+  const std::string cfg = s.write(
+      "reg.yaml", "task: regression\nepochs: 15\ndata: {dataset: csv, train_file: " + train_file + ", test_file: " +
+                      test_file + ", target_column: y, batch_size: 16, workers: 0}\n"
+                      "model: [{type: linear, out_features: 1}]\noptimizer: {type: sgd, lr: 0.1}\n");
+  const fs::path run = s.dir() / "run";
+  const Result r = train("--config " + cfg + " --out " + run.string());
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("epoch 15/15: train loss"), std::string::npos) << r.output;
+  const auto rows = test::metrics_rows(run);
+  ASSERT_EQ(rows.size(), 15u);
+  EXPECT_GT(test::metric(rows.front(), "train_loss"), 0.05);
+  EXPECT_LT(test::metric(rows.back(), "test_loss"), 1e-3);  // the noise's variance is about 3e-5
+  EXPECT_TRUE(rows.back().at("train_accuracy").is_null());
+  EXPECT_TRUE(rows.back().at("test_accuracy").is_null());
+  // The weights found: [2, -3] and bias 1.
+  const auto w = test::tensor_bytes(run / app::checkpoint_name(15 * 15), "model.");
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_NEAR(floats(w[0])[0], 2.0, 0.02);
+  EXPECT_NEAR(floats(w[0])[1], -3.0, 0.02);
+  EXPECT_NEAR(floats(w[1])[0], 1.0, 0.02);
+  const Result eval = test::run(std::string(EMBER_EVAL_APP) + " --config " + cfg + " --checkpoint " +
+                                (run / app::checkpoint_name(225)).string());
+  ASSERT_EQ(eval.rc, 0) << eval.output;
+  test::expect_in(eval.output, {"examples 60", "test loss (mse)"});
+
+  const fs::path l1 = s.dir() / "l1";
+  const Result r1 = train("--config " + cfg + " --out " + l1.string() + " --set loss.type=l1");
+  ASSERT_EQ(r1.rc, 0) << r1.output;
+  const auto l1_rows = test::metrics_rows(l1);  // mean |error|: sign gradients of size lr keep it near 0.05
+  EXPECT_LT(test::metric(l1_rows.back(), "test_loss"), 0.1);
+  EXPECT_LT(test::metric(l1_rows.back(), "test_loss"), 0.5 * test::metric(l1_rows.front(), "train_loss"));
+  // A model with two outputs does not fit one target column.
+  const Result wide = train("--config " + cfg + " --out " + (s.dir() / "wide").string() +
+                            " --set model.0.out_features=2");
+  EXPECT_EQ(wide.rc, 2);
+  EXPECT_NE(wide.output.find("does not fit the target"), std::string::npos) << wide.output;
+}
