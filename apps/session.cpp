@@ -397,6 +397,8 @@ std::string dry_run_report(Session& s) {
   const double params = static_cast<double>(s.model->parameter_count()) * 4;
   const double acts = activations * static_cast<double>(batch) * 4 * 2;
   out += "\nMemory estimate per training step (f32, batch " + std::to_string(batch) + ", " + s.device.str() + "):\n";
+  if (dynamic_cast<const nn::Sequential*>(s.model.get()) == nullptr)
+    out += "  (a whole model: its activations count the input and output only, the layers inside it are not seen)\n";
   out += "  parameters " + format_mib(params) + ", gradients " + format_mib(params) + ", optimizer state " +
          format_mib(params * state_per_param) + ", activations + their gradients " + format_mib(acts) + "\n";
   out += "  total about " + format_mib(params * (2 + state_per_param) + acts) + "\n";

@@ -60,10 +60,12 @@ std::string summary(Module& model, const Shape& input_shape, DType dtype) {
   out << std::string(w_name + w_layer + w_shape + 18, '-') << "\n";
   const int64_t total = model.parameter_count();
   int64_t trainable = 0;
-  for (const Tensor& p : model.parameters())
+  double bytes = 0;  // in the parameters' own dtypes (the input may be token ids)
+  for (const Tensor& p : model.parameters()) {
     if (p.requires_grad()) trainable += p.numel();
-  out << "total parameters: " << total << " (" << trainable << " trainable), "
-      << format_mib(static_cast<double>(total) * dtype_size(dtype), 2) << "\n";
+    bytes += static_cast<double>(p.numel()) * static_cast<double>(dtype_size(p.dtype()));
+  }
+  out << "total parameters: " << total << " (" << trainable << " trainable), " << format_mib(bytes, 2) << "\n";
   return out.str();
 }
 
