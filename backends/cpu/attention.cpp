@@ -140,8 +140,15 @@ void forward(const Dims& d, const T* q, const T* k, const T* v, const MaskView<T
           T* arow = acc.data() + ii * d.Ev;
           OnlineSoftmax<T>& row = rows[ii];
           const int64_t n = visible(p, i0 + ii, j0, nc);  // the rest are -inf: weight 0
+          // kernels::m_max over the row (NaN wins), as a max reduction and a NaN flag that vectorise
           T block_max = attention_math::neg_inf<T>();
-          for (int64_t jj = 0; jj < n; ++jj) block_max = kernels::m_max(block_max, srow[jj]);
+          int nan = 0;
+#pragma omp simd reduction(max : block_max) reduction(| : nan)
+          for (int64_t jj = 0; jj < n; ++jj) {
+            block_max = srow[jj] > block_max ? srow[jj] : block_max;
+            nan |= srow[jj] != srow[jj] ? 1 : 0;
+          }
+          if (nan != 0) block_max = std::numeric_limits<T>::quiet_NaN();
           const T alpha = row.rescale(block_max);
           if (alpha != T(1)) {
 #pragma omp simd
