@@ -7,6 +7,13 @@
 // The block products (q·kᵀ, p·v and the backward's five) are OpenBLAS GEMM calls on the blocks, single-
 // threaded inside the parallel region (as conv2d's): measured 2026-12-01 (docs/benchmarks.md), they beat the
 // first version's hand-written vectorised axpy loops (commit 5971a3e) clearly.
+//
+// The backward: with at least two (batch, head) pairs per thread, one task per pair walks key blocks × query
+// blocks once, each block pair's scores and softmax gradient feeding dK, dV and dQ (dQ accumulated in the
+// output); with fewer (long sequences of few heads), a dK/dV pass over key blocks and a dQ pass over query
+// blocks, which recompute them once each but keep every thread busy. The element-wise loops between the
+// products (exp, the dropout factors, the softmax gradient) are vectorised: a local f32 exp, the dropout
+// mask one Philox block per four weights (attention_math::dropout_factors), and causally hidden keys skipped.
 #include <algorithm>
 #include <bit>
 #include <cstdint>
