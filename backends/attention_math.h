@@ -48,15 +48,47 @@ struct OnlineSoftmax {
   EMBER_HOST_DEVICE T logsumexp() const { return l == T(0) ? -neg_inf<T>() : m + kernels::m_log(l); }
 };
 
-// The factor the dropout applies to attention weight `index` ((b·H + h)·L + i)·S + j: 0 with probability
-// p, else 1/(1-p). One Philox block per weight (kernels::random_element, as dropout's bernoulli draw), so the
-// forward and the backward regenerate the same mask on any device and thread count. float draws for both
-// dtypes, so f32 and f64 runs with one seed drop the same weights.
+// The dropout of attention weight `index` ((b·H + h)·L + i)·S + j: 0 with probability p, else 1/(1-p). One
+// Philox block gives four 32-bit words, one per weight: weight `index` takes word index % 4 of the block at
+// counter offset + index / 4 (the caller reserved B·H·L·S counters from `offset`, of which this uses a
+// quarter), so the forward and the backward regenerate the same mask on any device and thread count, and the
+// CPU evaluates one block per four weights (dropout_factors). The draw is the bernoulli of
+// kernels::random_element on that word: float for both dtypes, so f32 and f64 runs with one seed drop the
+// same weights.
+EMBER_HOST_DEVICE float dropout_keep_probability(const AttentionParams& p) {
+  return static_cast<float>(1.0 - p.dropout_p);
+}
+EMBER_HOST_DEVICE bool dropout_keeps(float keep_probability, uint32_t word) {
+  return static_cast<float>(word >> 8) * (1.0f / 16777216.0f) < keep_probability;
+}
+
 template <typename T>
 EMBER_HOST_DEVICE T dropout_factor(const AttentionParams& p, uint64_t index) {
   if (!(p.dropout_p > 0)) return T(1);
-  const float keep = kernels::random_element<RandomOp::bernoulli, float>(p.seed, p.offset + index, 1.0 - p.dropout_p, 0);
-  return keep != 0.0f ? static_cast<T>(1.0 / (1.0 - p.dropout_p)) : T(0);
+  const kernels::Philox4 r = kernels::philox4x32_10(p.seed, p.offset + index / 4);
+  return dropout_keeps(dropout_keep_probability(p), r.v[index % 4]) ? static_cast<T>(1.0 / (1.0 - p.dropout_p))
+                                                                      : T(0);
+}
+
+// The factors of weights [index0, index0 + n) into z: dropout_factor's values, one Philox block per four.
+// The blocks of 64 words at a time, then the factors: two loops the CPU compiler vectorises.
+template <typename T>
+EMBER_HOST_DEVICE void dropout_factors(const AttentionParams& p, uint64_t index0, int64_t n, T* z) {
+  const T kept = static_cast<T>(1.0 / (1.0 - p.dropout_p));
+  const float keep_probability = dropout_keep_probability(p);
+  constexpr int64_t kBlocks = 16;
+  uint32_t words[4 * kBlocks];
+  const uint64_t counter0 = p.offset + index0 / 4;  // word w (from the first block's word 0) is weight index0 - skip + w
+  const int64_t skip = static_cast<int64_t>(index0 % 4), total = skip + n;
+  for (int64_t w0 = 0; w0 < total; w0 += 4 * kBlocks) {
+    const int64_t blocks = (total - w0 + 3) / 4 < kBlocks ? (total - w0 + 3) / 4 : kBlocks;
+    for (int64_t b = 0; b < blocks; ++b) {
+      const kernels::Philox4 r = kernels::philox4x32_10(p.seed, counter0 + static_cast<uint64_t>(w0 / 4 + b));
+      for (int lane = 0; lane < 4; ++lane) words[4 * b + lane] = r.v[lane];
+    }
+    const int64_t begin = w0 > skip ? w0 : skip, end = w0 + 4 * kBlocks < total ? w0 + 4 * kBlocks : total;
+    for (int64_t w = begin; w < end; ++w) z[w - skip] = dropout_keeps(keep_probability, words[w - w0]) ? kept : T(0);
+  }
 }
 
 // dS = P ∘ (dP - D) with D = rowsum(dO ∘ O) (FlashAttention-2's backward). The dropout factor is in dP.

@@ -153,6 +153,24 @@ BENCHMARK(BM_AttentionForwardBackward)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// Attention forward+backward at the char GPT's training shape (args: B, dropout in %): H = 4, T = 128, head
+// dim 32, causal, f32; one layer's op of BM_CharGptTrainStep (B = 32, dropout 10%).
+void BM_AttentionGptShape(benchmark::State& state) {
+  const int64_t B = state.range(0);
+  const double dropout = static_cast<double>(state.range(1)) / 100;
+  Generator gen(0);
+  Tensor q = randn({B, 4, 128, 32}, {}, &gen).requires_grad_(), k = randn({B, 4, 128, 32}, {}, &gen).requires_grad_(),
+         v = randn({B, 4, 128, 32}, {}, &gen).requires_grad_();
+  const Tensor g = randn({B, 4, 128, 32}, {}, &gen);
+  for (auto _ : state) {
+    const Tensor y = F::scaled_dot_product_attention(q, k, v, {.is_causal = true, .dropout_p = dropout, .gen = &gen});
+    y.backward(g);
+    benchmark::DoNotOptimize(q.grad().data_ptr());
+    for (Tensor* t : {&q, &k, &v}) t->set_grad({});
+  }
+}
+BENCHMARK(BM_AttentionGptShape)->ArgsProduct({{32}, {10, 0}})->Unit(benchmark::kMillisecond)->UseRealTime();
+
 // One training step of configs/char_gpt.yaml's model (vocab 113, context 128, width 128, 4 layers, 4 heads,
 // dropout 0.1, batch 32): forward, cross entropy over B·T tokens, backward, AdamW. tools/bench_torch_nn.py
 // times the PyTorch twin of the same step.

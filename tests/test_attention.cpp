@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "autograd/gradcheck.h"
+#include "backends/attention_math.h"
 
 using namespace ember;
 namespace F = ember::nn::functional;
@@ -139,19 +140,27 @@ TEST(Attention, DropoutDropsAFractionPAndRescales) {
 }
 
 // gradcheck passes only if the backward regenerates the forward's mask: each call re-seeds its generator.
+// 2 batches: the CPU's split backward on 2 threads; 16 (batch, head) pairs: its one pass per pair.
 TEST(Attention, DropoutGradcheckWithTheSameMask) {
-  Generator init(3);
-  std::vector<Tensor> inputs = {randn({2, 6, 4}, {.dtype = DType::f64}, &init).requires_grad_(),
-                                randn({2, 7, 4}, {.dtype = DType::f64}, &init).requires_grad_(),
-                                randn({2, 7, 3}, {.dtype = DType::f64}, &init).requires_grad_()};
-  for (bool causal : {false, true}) {
-    const auto result = autograd::gradcheck(
-        [&](const std::vector<Tensor>& x) {
-          Generator gen(11);
-          return F::scaled_dot_product_attention(x[0], x[1], x[2], {.is_causal = causal, .dropout_p = 0.4, .gen = &gen});
-        },
-        inputs);
-    EXPECT_TRUE(result.ok) << (causal ? "causal: " : "") << result.message;
+  for (const Shape& lead : {Shape{2}, Shape{4, 4}}) {
+    Generator init(3);
+    const auto input = [&](int64_t rows, int64_t cols) {
+      Shape shape = lead;
+      shape.push_back(rows);
+      shape.push_back(cols);
+      return randn(shape, {.dtype = DType::f64}, &init).requires_grad_();
+    };
+    const std::vector<Tensor> inputs = {input(6, 4), input(7, 4), input(7, 3)};
+    for (bool causal : {false, true}) {
+      const auto result = autograd::gradcheck(
+          [&](const std::vector<Tensor>& x) {
+            Generator gen(11);
+            return F::scaled_dot_product_attention(x[0], x[1], x[2],
+                                                   {.is_causal = causal, .dropout_p = 0.4, .gen = &gen});
+          },
+          inputs);
+      EXPECT_TRUE(result.ok) << lead.size() << " leading dims" << (causal ? ", causal: " : ": ") << result.message;
+    }
   }
 }
 
@@ -167,6 +176,67 @@ TEST(Attention, DropoutMaskIsTheSameInF32AndF64) {
                                                    {.dropout_p = 0.5, .gen = &g32})
                        .to_vector<float>();
   for (size_t i = 0; i < y64.size(); ++i) ASSERT_EQ(y64[i] == 0, y32[i] == 0) << "element " << i;
+}
+
+// The CPU fills a row's dropout factors one Philox block per four weights (dropout_factors); the CUDA kernels
+// draw each weight alone (dropout_factor): both must give the same mask, for any start and length.
+TEST(Attention, DropoutFactorsOfARowMatchTheElementwiseDraw) {
+  AttentionParams p;
+  p.dropout_p = 0.3;
+  p.seed = 1234;
+  p.offset = 77;
+  int64_t dropped = 0, total = 0;
+  for (uint64_t index0 : {0, 1, 2, 3, 5, 130}) {
+    for (int64_t n : {1, 2, 3, 4, 5, 7, 13, 64}) {
+      std::vector<double> z(static_cast<size_t>(n), -1.0);
+      attention_math::dropout_factors(p, index0, n, z.data());
+      for (int64_t j = 0; j < n; ++j) {
+        ASSERT_EQ(z[static_cast<size_t>(j)], attention_math::dropout_factor<double>(p, index0 + static_cast<uint64_t>(j)))
+            << "weight " << index0 + static_cast<uint64_t>(j);
+        dropped += z[static_cast<size_t>(j)] == 0 ? 1 : 0;
+        ++total;
+      }
+    }
+  }
+  EXPECT_GT(dropped, 0);
+  EXPECT_LT(dropped, total);
+}
+
+// The CPU backward takes one pass per (batch, head) when there are at least 2 per thread, else a dK/dV pass and
+// a dQ pass over blocks: one head (the split scheme) and 64 copies of it (one pass) give the same gradients,
+// over several query and key blocks (L = 150, S = 200), plain, causal and with a float mask.
+TEST(Attention, OnePassAndSplitBackwardAgree) {
+  Generator gen(9);
+  const Tensor q1 = randn({1, 1, 150, 16}, {.dtype = DType::f64}, &gen),
+               k1 = randn({1, 1, 200, 16}, {.dtype = DType::f64}, &gen),
+               v1 = randn({1, 1, 200, 8}, {.dtype = DType::f64}, &gen),
+               g1 = randn({1, 1, 150, 8}, {.dtype = DType::f64}, &gen),
+               mask1 = randn({150, 200}, {.dtype = DType::f64}, &gen);
+  for (int variant = 0; variant < 3; ++variant) {
+    F::AttentionOptions options;
+    options.is_causal = variant == 1;
+    if (variant == 2) options.attn_mask = mask1;
+    // copies == 1: the [1, 1] head itself; else [copies, 4] copies of it.
+    const auto run = [&](int64_t copies) {
+      const auto many = [&](const Tensor& t) {
+        return copies == 1 ? t : t.expand({copies, 4, t.size(2), t.size(3)}).contiguous();
+      };
+      Tensor q = many(q1).clone().requires_grad_(), k = many(k1).clone().requires_grad_(),
+             v = many(v1).clone().requires_grad_();
+      const Tensor y = F::scaled_dot_product_attention(q, k, v, options);
+      y.backward(many(g1));
+      return std::vector<Tensor>{y, q.grad(), k.grad(), v.grad()};
+    };
+    const auto one = run(1), all = run(16);  // 16·4 = 64 (batch, head) pairs
+    const char* names[] = {"y", "dq", "dk", "dv"};
+    for (int t = 0; t < 4; ++t) {
+      for (int64_t c = 0; c < 64; ++c) {
+        const Tensor slice = all[static_cast<size_t>(t)].flatten(0, 1).select(0, c).unsqueeze(0).unsqueeze(0);
+        expect_close(slice, one[static_cast<size_t>(t)], std::string(names[t]) + " variant " + std::to_string(variant) +
+                                                             " copy " + std::to_string(c), 1e-12);
+      }
+    }
+  }
 }
 
 // Peak bytes of the CPU allocator for one forward + backward at sequence length T (E = 64, one head, f32).

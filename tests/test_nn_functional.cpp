@@ -251,6 +251,20 @@ TEST(NnFunctional, LayerNorm) {
   check_case("layernorm", {"x", "w", "b"}, [](auto& m) { return F::layer_norm(m.at("x"), {3, 4}, m.at("w"), m.at("b")); });
 }
 
+// The weight and bias gradients are column sums over the rows, a tile of 256 columns at a time on the CPU:
+// against their composition from Ember's ops in f64, over more columns than one tile (600).
+TEST(NnFunctional, LayerNormParameterGradientsOverSeveralTiles) {
+  Generator gen(2);
+  const Tensor x = randn({50, 600}, {.dtype = DType::f64}, &gen), g = randn({50, 600}, {.dtype = DType::f64}, &gen);
+  Tensor w = randn({600}, {.dtype = DType::f64}, &gen).requires_grad_(),
+         b = randn({600}, {.dtype = DType::f64}, &gen).requires_grad_();
+  F::layer_norm(x, {600}, w, b).backward(g);
+  const Tensor mu = x.mean({1}, true), centred = x - mu;
+  const Tensor xhat = centred * rsqrt((centred * centred).mean({1}, true) + 1e-5);
+  expect_close(w.grad(), (g * xhat).sum({0}), "weight gradient");
+  expect_close(b.grad(), g.sum({0}), "bias gradient");
+}
+
 TEST(NnFunctional, CrossEntropy) {
   const Tensor t = get("ce.t");
   check_case("ce_mean", {"x"}, [&](auto& m) { return F::cross_entropy(m.at("x"), t); });

@@ -529,3 +529,29 @@ TEST(ReduceRound2, BigSortAndCumsum) {
     EXPECT_TRUE(close_to(std::get<0>(sort(si)), arange(100000, {.dtype = DType::f64}).to_vector<double>(), {100000}));
   }
 }
+
+namespace {
+
+// Sum and mean over leading dims of a contiguous tensor (a bias gradient's column sums) take a row-streaming
+// path; a strided view of the same values (last dim narrowed from 6 to 5) takes the general one. Both add each
+// output's elements in one order: bit-identical, across kChunk (65536) boundaries that are not run boundaries
+// (70000 rows per run), with more columns than one tile (1100), and equal to a double-precision reference.
+TEST(Reduce, LeadingDimsOfAContiguousTensorMatchTheGeneralPath) {
+  Generator gen(4);
+  for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{70000, 5}, std::pair<int64_t, int64_t>{40, 1100}}) {
+    const Tensor wide = randn({3, rows, cols + 1}, {}, &gen);
+    const Tensor strided = wide.narrow(2, 0, cols), contiguous = strided.contiguous();
+    ASSERT_TRUE(contiguous.is_contiguous());
+    ASSERT_FALSE(strided.is_contiguous());
+    const Tensor sum_fast = contiguous.sum({0, 1}), sum_general = strided.sum({0, 1});
+    EXPECT_EQ(sum_fast.to_vector<float>(), sum_general.to_vector<float>()) << rows << " rows";
+    EXPECT_EQ(contiguous.mean({0, 1}).to_vector<float>(), strided.mean({0, 1}).to_vector<float>()) << rows << " rows";
+    EXPECT_EQ(contiguous.sum({0}).to_vector<float>(), strided.sum({0}).to_vector<float>()) << rows << " rows";
+    const auto fast = sum_fast.to_vector<double>(),
+               reference = contiguous.to(DType::f64).sum({0, 1}).to_vector<double>();
+    for (size_t k = 0; k < fast.size(); ++k)
+      EXPECT_NEAR(fast[k], reference[k], 1e-6 * (1 + std::abs(reference[k]))) << "column " << k;
+  }
+}
+
+}  // namespace

@@ -7,7 +7,17 @@
 // The block products (q·kᵀ, p·v and the backward's five) are OpenBLAS GEMM calls on the blocks, single-
 // threaded inside the parallel region (as conv2d's): measured 2026-12-01 (docs/benchmarks.md), they beat the
 // first version's hand-written vectorised axpy loops (commit 5971a3e) clearly.
+//
+// The backward: with at least two (batch, head) pairs per thread, one task per pair walks key blocks × query
+// blocks once, each block pair's scores and softmax gradient feeding dK, dV and dQ (dQ accumulated in the
+// output); with fewer (long sequences of few heads), a dK/dV pass over key blocks and a dQ pass over query
+// blocks, which recompute them once each but keep every thread busy. The element-wise loops between the
+// products (exp, the dropout factors, the softmax gradient) are vectorised: a local f32 exp, the dropout
+// mask one Philox block per four weights (attention_math::dropout_factors), and causally hidden keys skipped.
 #include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "backends/attention_math.h"
@@ -48,16 +58,54 @@ MaskView<T> mask_view(const TensorArg* m) {
   return v;
 }
 
+// The keys of [j0, j0 + nc) query row i can see: all nc, or under is_causal those with j <= i (0 when i < j0).
+int64_t visible(const AttentionParams& p, int64_t i, int64_t j0, int64_t nc) {
+  return p.causal ? std::clamp<int64_t>(i - j0 + 1, 0, nc) : nc;
+}
+
 // The scores of query rows [i0, i0 + nr) against keys [j0, j0 + nc) of (b, h): s = q·kᵀ·scale + mask, into s
-// (row stride kBc). q and k point at the (b, h) matrices.
+// (row stride kBc); -inf where is_causal hides the key. q and k point at the (b, h) matrices.
 template <typename T>
 void block_scores(const T* q, const T* k, const MaskView<T>& mask, const AttentionParams& p, int64_t b, int64_t h,
                   int64_t i0, int64_t nr, int64_t j0, int64_t nc, int64_t E, T* s) {
   gemm<T>(false, true, nr, nc, E, T(1), q + i0 * E, E, k + j0 * E, E, T(0), s, kBc);
-  for (int64_t ii = 0; ii < nr; ++ii)
-    for (int64_t jj = 0; jj < nc; ++jj)
-      s[ii * kBc + jj] = attention_math::score(s[ii * kBc + jj], p, mask.at(b, h, i0 + ii, j0 + jj), i0 + ii, j0 + jj);
+  const T scale = static_cast<T>(p.scale);
+  for (int64_t ii = 0; ii < nr; ++ii) {
+    T* row = s + ii * kBc;
+    const int64_t i = i0 + ii, n = visible(p, i, j0, nc);
+    if (mask.data == nullptr) {
+#pragma omp simd
+      for (int64_t jj = 0; jj < n; ++jj) row[jj] *= scale;  // attention_math::score with mask 0
+    } else {
+      for (int64_t jj = 0; jj < n; ++jj) row[jj] = attention_math::score(row[jj], p, mask.at(b, h, i, j0 + jj), i, j0 + jj);
+    }
+    std::fill(row + n, row + nc, attention_math::neg_inf<T>());
+  }
 }
+
+// exp(x) for the element-wise loops, vectorisable (no libm call): GCC 12 vectorises expf only under
+// -ffast-math, which glibc's vector declarations need. f32 by Cody–Waite range reduction, x = n·ln 2 + r with
+// |r| <= ln(2)/2, and Cephes expf's polynomial for e^r (within 2 ulp of expf). The loops pass x = s - max <= 0:
+// 0 below -87.3 (exp(-inf) = 0), +inf above 88 (expf overflows at 88.72), NaN stays NaN. f64 keeps libm's exp
+// (the goldens' 1e-11).
+inline float vexp(float x) {
+  const float xc = std::min(std::max(x, -87.3f), 88.0f);  // NaN passes through both
+  const float t = xc * 1.44269504088896341f + 12582912.0f;  // 1.5·2^23: t's low bits hold round(x·log2 e)
+  const float n = t - 12582912.0f;
+  const int32_t n_int = std::bit_cast<int32_t>(t) - std::bit_cast<int32_t>(12582912.0f);
+  const float r = (xc - n * 0.693359375f) - n * -2.12194440e-4f;  // ln 2 in two parts
+  float e = 1.9875691500e-4f;
+  e = e * r + 1.3981999507e-3f;
+  e = e * r + 8.3334519073e-3f;
+  e = e * r + 4.1665795894e-2f;
+  e = e * r + 1.6666665459e-1f;
+  e = e * r + 5.0000001201e-1f;
+  e = e * r * r + r + 1.0f;
+  const float two_n = std::bit_cast<float>((n_int + 127) << 23);  // n in [-126, 127]: a normal 2^n
+  const float y = e * two_n;
+  return x < -87.3f ? 0.0f : (x > 88.0f ? std::numeric_limits<float>::infinity() : y);
+}
+inline double vexp(double x) { return kernels::m_exp(x); }
 
 // Tasks per thread below which a parallel_for stays on the calling thread: a task is one block of rows
 // against all S keys (or of keys against all L rows); tiny problems (gradcheck's) are not worth a region.
@@ -80,8 +128,9 @@ template <typename T>
 void forward(const Dims& d, const T* q, const T* k, const T* v, const MaskView<T>& mask, T* out, T* lse,
              const AttentionParams& p) {
   const int64_t q_blocks = (d.L + kBr - 1) / kBr;
+  const bool dropout = p.dropout_p > 0;
   parallel_for(d.B * d.H * q_blocks, task_grain(std::min(kBr, d.L), d.S, d.E + d.Ev), [&](int64_t begin, int64_t end) {
-    std::vector<T> s(kBr * kBc), acc(kBr * d.Ev);
+    std::vector<T> s(kBr * kBc), acc(kBr * d.Ev), z(kBc);
     std::vector<OnlineSoftmax<T>> rows(kBr);
     for (int64_t task = begin; task < end; ++task) {
       const int64_t bh = task / q_blocks, b = bh / d.H, h = bh % d.H;
@@ -97,18 +146,40 @@ void forward(const Dims& d, const T* q, const T* k, const T* v, const MaskView<T
           T* srow = s.data() + ii * kBc;
           T* arow = acc.data() + ii * d.Ev;
           OnlineSoftmax<T>& row = rows[ii];
+          const int64_t n = visible(p, i0 + ii, j0, nc);  // the rest are -inf: weight 0
+          // kernels::m_max over the row (NaN wins), as a max reduction and a NaN flag that vectorise
           T block_max = attention_math::neg_inf<T>();
-          for (int64_t jj = 0; jj < nc; ++jj) block_max = kernels::m_max(block_max, srow[jj]);
+          int nan = 0;
+#pragma omp simd reduction(max : block_max) reduction(| : nan)
+          for (int64_t jj = 0; jj < n; ++jj) {
+            block_max = srow[jj] > block_max ? srow[jj] : block_max;
+            nan |= srow[jj] != srow[jj] ? 1 : 0;
+          }
+          if (nan != 0) block_max = std::numeric_limits<T>::quiet_NaN();
           const T alpha = row.rescale(block_max);
           if (alpha != T(1)) {
 #pragma omp simd
             for (int64_t e = 0; e < d.Ev; ++e) arow[e] *= alpha;
           }
-          const uint64_t index0 = static_cast<uint64_t>((bh * d.L + i0 + ii) * d.S + j0);
-          for (int64_t jj = 0; jj < nc; ++jj) {
-            const T w = row.weight(srow[jj]);
-            row.l += w;
-            srow[jj] = w * attention_math::dropout_factor<T>(p, index0 + jj);
+          if (row.m == attention_math::neg_inf<T>()) {  // every score so far -inf: row.weight is 0
+            std::fill(srow, srow + nc, T(0));
+            continue;
+          }
+          // row.weight(s) = exp(s - m), summed into l
+          const T m = row.m;
+          T sum = 0;
+#pragma omp simd reduction(+ : sum)
+          for (int64_t jj = 0; jj < n; ++jj) {
+            const T w = vexp(srow[jj] - m);
+            srow[jj] = w;
+            sum += w;
+          }
+          row.l += sum;
+          std::fill(srow + n, srow + nc, T(0));
+          if (dropout) {
+            attention_math::dropout_factors(p, static_cast<uint64_t>((bh * d.L + i0 + ii) * d.S + j0), n, z.data());
+#pragma omp simd
+            for (int64_t jj = 0; jj < n; ++jj) srow[jj] *= z[jj];
           }
         }
         gemm<T>(false, false, nr, d.Ev, nc, T(1), s.data(), kBc, vh + j0 * d.Ev, d.Ev, T(1), acc.data(), d.Ev);
@@ -127,22 +198,35 @@ void forward(const Dims& d, const T* q, const T* k, const T* v, const MaskView<T
 
 // One (query block, key block) pair of the backward: p = exp(s - lse) (the forward's probabilities) into
 // `prob`, and ds = p·(dP·z - D) into `ds` with dP = dO·vᵀ and z the dropout factor. prob is returned with the
-// dropout applied (p·z: what multiplies v in the forward, so dV = (p·z)ᵀ dO).
+// dropout applied (p·z: what multiplies v in the forward, so dV = (p·z)ᵀ dO). z: kBc values of scratch.
 template <typename T>
 void block_grads(const Dims& d, const T* qh, const T* doh, const T* kh, const T* vh, const T* lse_h, const T* D_h,
                  const MaskView<T>& mask, const AttentionParams& p, int64_t b, int64_t h, int64_t bh, int64_t i0,
-                 int64_t nr, int64_t j0, int64_t nc, T* prob, T* ds) {
+                 int64_t nr, int64_t j0, int64_t nc, T* prob, T* ds, T* z) {
   block_scores(qh, kh, mask, p, b, h, i0, nr, j0, nc, d.E, prob);
   gemm<T>(false, true, nr, nc, d.Ev, T(1), doh + i0 * d.Ev, d.Ev, vh + j0 * d.Ev, d.Ev, T(0), ds, kBc);  // dP
   for (int64_t ii = 0; ii < nr; ++ii) {
     const T l = lse_h[i0 + ii], D = D_h[i0 + ii];
-    const uint64_t index0 = static_cast<uint64_t>((bh * d.L + i0 + ii) * d.S + j0);
-    for (int64_t jj = 0; jj < nc; ++jj) {
-      const T pr = kernels::m_exp(prob[ii * kBc + jj] - l);
-      const T z = attention_math::dropout_factor<T>(p, index0 + jj);
-      ds[ii * kBc + jj] = attention_math::score_grad(pr, ds[ii * kBc + jj] * z, D);
-      prob[ii * kBc + jj] = pr * z;
+    T *pr = prob + ii * kBc, *dsr = ds + ii * kBc;
+    const int64_t n = visible(p, i0 + ii, j0, nc);  // the rest are -inf: p = 0, ds = 0
+    if (p.dropout_p > 0) {
+      attention_math::dropout_factors(p, static_cast<uint64_t>((bh * d.L + i0 + ii) * d.S + j0), n, z);
+#pragma omp simd
+      for (int64_t jj = 0; jj < n; ++jj) {
+        const T e = vexp(pr[jj] - l);
+        dsr[jj] = attention_math::score_grad(e, dsr[jj] * z[jj], D);
+        pr[jj] = e * z[jj];
+      }
+    } else {
+#pragma omp simd
+      for (int64_t jj = 0; jj < n; ++jj) {
+        const T e = vexp(pr[jj] - l);
+        dsr[jj] = attention_math::score_grad(e, dsr[jj], D);
+        pr[jj] = e;
+      }
     }
+    std::fill(pr + n, pr + nc, T(0));
+    std::fill(dsr + n, dsr + nc, T(0));
   }
 }
 
@@ -162,11 +246,44 @@ void backward(const Dims& d, const T* q, const T* k, const T* v, const MaskView<
                });
   const T scale = static_cast<T>(p.scale);
   const int64_t q_blocks = (d.L + kBr - 1) / kBr, k_blocks = (d.S + kBc - 1) / kBc;
+  // Enough (batch, head) tasks for the threads: one pass per (b, h) over key blocks × query blocks, each block
+  // pair's scores and softmax gradient computed once for dK, dV and dQ (dQ accumulated in place in the output:
+  // [L, E] of the task's own head). Otherwise (long sequences of few heads) the dK/dV pass and the dQ pass
+  // below, parallel over blocks, recompute them once each.
+  if (dq != nullptr && (dk != nullptr || dv != nullptr) && d.B * d.H >= 2 * int64_t{num_threads()}) {
+    parallel_for(d.B * d.H, task_grain(d.L, d.S, 3 * (d.E + d.Ev)), [&](int64_t begin, int64_t end) {
+      std::vector<T> prob(kBr * kBc), ds(kBr * kBc), z(kBc), dk_acc(kBc * d.E), dv_acc(kBc * d.Ev);
+      for (int64_t bh = begin; bh < end; ++bh) {
+        const int64_t b = bh / d.H, h = bh % d.H;
+        const T *qh = q + bh * d.L * d.E, *kh = k + bh * d.S * d.E, *vh = v + bh * d.S * d.Ev;
+        const T* doh = dout + bh * d.L * d.Ev;
+        T* dqh = dq + bh * d.L * d.E;
+        std::fill(dqh, dqh + d.L * d.E, T(0));
+        for (int64_t j0 = 0; j0 < d.S; j0 += kBc) {
+          const int64_t nc = std::min(kBc, d.S - j0);
+          std::fill(dk_acc.begin(), dk_acc.end(), T(0));
+          std::fill(dv_acc.begin(), dv_acc.end(), T(0));
+          for (int64_t i0 = p.causal ? j0 / kBr * kBr : 0; i0 < d.L; i0 += kBr) {
+            const int64_t nr = std::min(kBr, d.L - i0);
+            block_grads(d, qh, doh, kh, vh, lse + bh * d.L, D.data() + bh * d.L, mask, p, b, h, bh, i0, nr, j0, nc,
+                        prob.data(), ds.data(), z.data());
+            gemm<T>(true, false, nc, d.Ev, nr, T(1), prob.data(), kBc, doh + i0 * d.Ev, d.Ev, T(1), dv_acc.data(),
+                    d.Ev);
+            gemm<T>(true, false, nc, d.E, nr, scale, ds.data(), kBc, qh + i0 * d.E, d.E, T(1), dk_acc.data(), d.E);
+            gemm<T>(false, false, nr, d.E, nc, scale, ds.data(), kBc, kh + j0 * d.E, d.E, T(1), dqh + i0 * d.E, d.E);
+          }
+          if (dk != nullptr) std::copy(dk_acc.begin(), dk_acc.begin() + nc * d.E, dk + (bh * d.S + j0) * d.E);
+          if (dv != nullptr) std::copy(dv_acc.begin(), dv_acc.begin() + nc * d.Ev, dv + (bh * d.S + j0) * d.Ev);
+        }
+      }
+    });
+    return;
+  }
   // dK and dV: one task per (batch·head, key block), over the query blocks that see it.
   if (dk != nullptr || dv != nullptr) {
     parallel_for(d.B * d.H * k_blocks, task_grain(std::min(kBc, d.S), d.L, 2 * (d.E + d.Ev)),
                  [&](int64_t begin, int64_t end) {
-      std::vector<T> prob(kBr * kBc), ds(kBr * kBc), dk_acc(kBc * d.E), dv_acc(kBc * d.Ev);
+      std::vector<T> prob(kBr * kBc), ds(kBr * kBc), z(kBc), dk_acc(kBc * d.E), dv_acc(kBc * d.Ev);
       for (int64_t task = begin; task < end; ++task) {
         const int64_t bh = task / k_blocks, b = bh / d.H, h = bh % d.H;
         const int64_t j0 = zigzag(task % k_blocks, k_blocks) * kBc, nc = std::min(kBc, d.S - j0);
@@ -178,7 +295,7 @@ void backward(const Dims& d, const T* q, const T* k, const T* v, const MaskView<
         for (int64_t i0 = i_start; i0 < d.L; i0 += kBr) {
           const int64_t nr = std::min(kBr, d.L - i0);
           block_grads(d, qh, doh, kh, vh, lse + bh * d.L, D.data() + bh * d.L, mask, p, b, h, bh, i0, nr, j0, nc,
-                      prob.data(), ds.data());
+                      prob.data(), ds.data(), z.data());
           // dV += (p·z)ᵀ dO, dK += dSᵀ q · scale
           gemm<T>(true, false, nc, d.Ev, nr, T(1), prob.data(), kBc, doh + i0 * d.Ev, d.Ev, T(1), dv_acc.data(), d.Ev);
           gemm<T>(true, false, nc, d.E, nr, scale, ds.data(), kBc, qh + i0 * d.E, d.E, T(1), dk_acc.data(), d.E);
@@ -192,7 +309,7 @@ void backward(const Dims& d, const T* q, const T* k, const T* v, const MaskView<
   if (dq != nullptr) {
     parallel_for(d.B * d.H * q_blocks, task_grain(std::min(kBr, d.L), d.S, 2 * d.E + d.Ev),
                  [&](int64_t begin, int64_t end) {
-      std::vector<T> prob(kBr * kBc), ds(kBr * kBc), dq_acc(kBr * d.E);
+      std::vector<T> prob(kBr * kBc), ds(kBr * kBc), z(kBc), dq_acc(kBr * d.E);
       for (int64_t task = begin; task < end; ++task) {
         const int64_t bh = task / q_blocks, b = bh / d.H, h = bh % d.H;
         const int64_t i0 = zigzag(task % q_blocks, q_blocks) * kBr, nr = std::min(kBr, d.L - i0);
@@ -203,7 +320,7 @@ void backward(const Dims& d, const T* q, const T* k, const T* v, const MaskView<
         for (int64_t j0 = 0; j0 < j_end; j0 += kBc) {
           const int64_t nc = std::min(kBc, j_end - j0);
           block_grads(d, qh, doh, kh, vh, lse + bh * d.L, D.data() + bh * d.L, mask, p, b, h, bh, i0, nr, j0, nc,
-                      prob.data(), ds.data());
+                      prob.data(), ds.data(), z.data());
           // dQ += dS k · scale
           gemm<T>(false, false, nr, d.E, nc, scale, ds.data(), kBc, kh + j0 * d.E, d.E, T(1), dq_acc.data(), d.E);
         }

@@ -1,6 +1,7 @@
 // batch_norm over x [N, C, S] (one channel per task) and layer_norm over x [M, D] (one row per task).
 // Statistics accumulate in double, two passes (mean, then squared deviations) for accuracy. The formulas
 // are backends/nn_math.h's (shared with backends/cuda/norm.cu).
+#include <algorithm>
 #include <cmath>
 
 #include "backends/cpu/cpu_backend.h"
@@ -146,17 +147,29 @@ void ln_backward(const TensorArg& gy, const TensorArg& x, const TensorArg* weigh
       }
     });
   }
-  if (gw != nullptr || gb != nullptr) {  // column sums over the rows
+  // Column sums over the rows, a tile of columns at a time with the rows streaming through the cache (not one
+  // strided column at a time); each column adds its rows in order, as before.
+  if (gw != nullptr || gb != nullptr) {
+    constexpr int64_t kTile = 256;
     parallel_for(D, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, M)), [&](int64_t begin, int64_t end) {
-      for (int64_t d = begin; d < end; ++d) {
-        double sw = 0, sb = 0;
+      double sw[kTile], sb[kTile];
+      for (int64_t d0 = begin; d0 < end; d0 += kTile) {
+        const int64_t nd = std::min(kTile, end - d0);
+        std::fill(sw, sw + nd, 0.0);
+        std::fill(sb, sb + nd, 0.0);
         for (int64_t r = 0; r < M; ++r) {
-          const T g = gy.ptr<T>()[r * D + d];
-          sb += g;
-          sw += g * nn_math::norm_xhat(x.ptr<T>()[r * D + d], mean[r], invstd[r]);
+          const T *g = gy.ptr<T>() + r * D + d0, *p = x.ptr<T>() + r * D + d0;
+          const T m = mean[r], is = invstd[r];
+#pragma omp simd
+          for (int64_t k = 0; k < nd; ++k) {
+            sb[k] += g[k];
+            sw[k] += g[k] * nn_math::norm_xhat(p[k], m, is);
+          }
         }
-        if (gw != nullptr) gw->ptr<T>()[d] = static_cast<T>(sw);
-        if (gb != nullptr) gb->ptr<T>()[d] = static_cast<T>(sb);
+        for (int64_t k = 0; k < nd; ++k) {
+          if (gw != nullptr) gw->ptr<T>()[d0 + k] = static_cast<T>(sw[k]);
+          if (gb != nullptr) gb->ptr<T>()[d0 + k] = static_cast<T>(sb[k]);
+        }
       }
     });
   }

@@ -2,6 +2,7 @@
 // the output). Many outputs: threads split the outputs. Few outputs (a full sum): threads split the
 // reduced range into fixed-size chunks whose partial results are combined in chunk order, so the result
 // does not depend on the number of threads.
+#include <algorithm>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
@@ -35,6 +36,64 @@ Acc reduce_range(StridedOperands<1> ops, char* base, int64_t begin, int64_t end)
   return acc;
 }
 
+constexpr int64_t kChunk = 1 << 16;  // reduced elements per partial result (see reduce_impl)
+
+// The input as [R, K] row-major with the reduced dims leading and the kept dims trailing, both contiguous (a
+// bias gradient: the column sums of [N, C]); K: 0 if the layout is another.
+int64_t leading_reduction_columns(const ReductionPlan& plan) {
+  if (plan.reduced.ndim == 0) return 0;
+  int64_t stride = 1;
+  for (int d = plan.kept_ndim - 1; d >= 0; --d) {
+    if (plan.in_kept_strides[d] != stride || plan.out_kept_strides[d] != stride) return 0;
+    stride *= plan.kept_shape[d];
+  }
+  const int64_t K = stride;
+  for (int d = plan.reduced.ndim - 1; d >= 0; --d) {
+    if (plan.reduced.strides[d] != stride) return 0;
+    stride *= plan.reduced.shape[d];
+  }
+  return K;
+}
+
+// Sum or mean over the R leading rows of [R, K], a tile of columns at a time, rows streaming through the cache
+// (the general path walks one strided column at a time). Each output adds its elements in the general path's
+// order: runs of the innermost reduced dim each summed from 0 into its chunk's partial, chunk partials summed
+// in order; so the results are bit-identical to it and independent of the number of threads.
+template <ReduceOp op, typename T, typename Acc>
+void reduce_leading(const ReductionPlan& plan, int64_t K, const T* in, T* out) {
+  const int64_t R = plan.reduced.numel(), inner = plan.reduced.shape[plan.reduced.ndim - 1];
+  constexpr int64_t kTile = 512;
+  parallel_for(K, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(R, 1)), [&](int64_t begin, int64_t end) {
+    Acc total[kTile], chunk[kTile], run[kTile];
+    for (int64_t k0 = begin; k0 < end; k0 += kTile) {
+      const int64_t nk = std::min(kTile, end - k0);
+      std::fill(total, total + nk, Acc(0));
+      for (int64_t c0 = 0; c0 < R; c0 += kChunk) {
+        const int64_t c_end = std::min(R, c0 + kChunk);
+        std::fill(chunk, chunk + nk, Acc(0));
+        for (int64_t r0 = c0; r0 < c_end;) {
+          const int64_t r_end = std::min(c_end, (r0 / inner + 1) * inner);
+          std::fill(run, run + nk, Acc(0));
+          for (int64_t r = r0; r < r_end; ++r) {
+            const T* x = in + r * K + k0;
+#pragma omp simd
+            for (int64_t k = 0; k < nk; ++k) run[k] += static_cast<Acc>(x[k]);
+          }
+#pragma omp simd
+          for (int64_t k = 0; k < nk; ++k) chunk[k] += run[k];
+          r0 = r_end;
+        }
+#pragma omp simd
+        for (int64_t k = 0; k < nk; ++k) total[k] += chunk[k];
+      }
+      for (int64_t k = 0; k < nk; ++k) {
+        if constexpr (op == ReduceOp::mean) out[k0 + k] = static_cast<T>(total[k] / static_cast<Acc>(R));
+        else out[k0 + k] = static_cast<T>(total[k]);
+      }
+    }
+  });
+}
+
 template <ReduceOp op, typename T>
 void reduce_impl(const TensorArg& in, const TensorArg& out) {
   using Acc = typename kernels::ReduceAcc<op, T>::type;
@@ -52,9 +111,12 @@ void reduce_impl(const TensorArg& in, const TensorArg& out) {
               "max/min: cannot reduce over an empty dim (no identity); the input has 0 elements there");
 
   // Every output is its fixed-size chunks' partial results combined in chunk order, whichever of the two
-  // paths below computes it. NOTE: the path depends on the number of threads, so the summation order
+  // paths below (or reduce_leading) computes it. NOTE: the path depends on the number of threads, so the summation order
   // must not: results are then bit-identical for any EMBER_NUM_THREADS.
-  constexpr int64_t kChunk = 1 << 16;
+  if constexpr (op == ReduceOp::sum || op == ReduceOp::mean) {
+    const int64_t K = count > 0 ? leading_reduction_columns(plan) : 0;
+    if (K > 1) return reduce_leading<op, T, Acc>(plan, K, static_cast<const T*>(in.data), out_base);
+  }
   const int64_t chunks = (count + kChunk - 1) / kChunk;
   if (plan.num_outputs >= num_threads() || count < kGrainSize) {
     parallel_for(plan.num_outputs, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(count, 1)),
