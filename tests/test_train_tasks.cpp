@@ -302,3 +302,75 @@ TEST(TrainTasks, RegressionOnCsv) {
   EXPECT_EQ(wide.rc, 2);
   EXPECT_NE(wide.output.find("does not fit the target"), std::string::npos) << wide.output;
 }
+
+// ember-generate on runs of a whole GPT (incremental decode with its key/value cache) and of a block-by-block
+// model (a windowed recompute): the prompt, then exactly --tokens characters of the run's vocabulary, the
+// same text for the same seed, greedy decoding that matches the model's own argmax, and the errors.
+TEST(TrainTasks, GenerateSamplesFromATrainedRun) {
+  test::Scratch s;
+  const std::string text = make_corpus();
+  const std::string corpus = s.write("corpus.txt", text);
+  const std::string gpt = "{type: gpt, layers: 1, heads: 2, dim: 16, dropout: 0.0}";
+  const std::string cfg = s.write("gpt.yaml", lm_config(corpus, gpt, "", "{type: adamw, lr: 0.01}"));
+  const fs::path run = s.dir() / "gpt";
+  const Result r = train("--config " + cfg + " --out " + run.string() + " --set epochs=1");
+  ASSERT_EQ(r.rc, 0) << r.output;
+
+  const std::string app = EMBER_GENERATE_APP;
+  const auto generate = [&](const fs::path& dir, const std::string& args) {
+    return test::run(app + " --device cpu --checkpoint " + dir.string() + " " + args);
+  };
+  const data::Tokenizer tok = data::Tokenizer::chars(text);
+  // stdout: the prompt, the new text, a newline; stderr (merged here, after it): the speed line.
+  const Result a = generate(run, "--prompt 'the cat' --tokens 40 --seed 3 --top-k 5");
+  ASSERT_EQ(a.rc, 0) << a.output;
+  test::expect_in(a.output, {"40 tokens in", "tokens/s on cpu", "incremental decode", "prompt 7 tokens"});
+  ASSERT_EQ(a.output.rfind("the cat", 0), 0u) << a.output;
+  const std::string sampled = a.output.substr(7, 40);
+  EXPECT_NO_THROW(tok.encode(sampled)) << "not the run's characters: " << sampled;
+  EXPECT_EQ(generate(run, "--prompt 'the cat' --tokens 40 --seed 3 --top-k 5").output.substr(0, 47), a.output.substr(0, 47));
+
+  // Greedy: each new character is the argmax of the model's logits over the text so far.
+  const Result g = generate(run, "--prompt 'the dog' --tokens 12 --temperature 0");
+  ASSERT_EQ(g.rc, 0) << g.output;
+  ASSERT_EQ(g.output.rfind("the dog", 0), 0u) << g.output;
+  const std::string greedy = g.output.substr(7, 12);
+  {
+    Generator init(0);
+    auto model = nn::build_model({nn::LayerSpec{"gpt", {{"layers", int64_t{1}}, {"heads", int64_t{2}}, {"dim", int64_t{16}},
+                                                        {"dropout", 0.0}}, "test"}},
+                                 {.sample_shape = {16}, .dtype = DType::i64, .vocab_size = tok.vocab_size()}, &init);
+    std::vector<std::string> problems;
+    model->load_state_dict(app::newest_valid_checkpoint(run, problems)->take("model."));
+    model->eval();
+    NoGradGuard no_grad;
+    std::vector<int64_t> ids = tok.encode("the dog");
+    for (size_t i = 0; i < greedy.size(); ++i) {
+      const int64_t n = std::min<int64_t>(static_cast<int64_t>(ids.size()), 16);
+      const Tensor logits = model->forward(from_vector(std::vector<int64_t>(ids.end() - n, ids.end()), {1, n}));
+      const int64_t next = argmax(logits.select(1, n - 1), 1).item<int64_t>();
+      ASSERT_EQ(tok.decode(std::vector<int64_t>{next}), greedy.substr(i, 1)) << "character " << i << " of " << greedy;
+      ids.push_back(next);
+    }
+  }
+
+  // A block-by-block model has no cache: the windowed recompute serves it.
+  const std::string bigram_cfg = s.write("bigram.yaml", lm_config(corpus, bigram_model(tok.vocab_size())));
+  const fs::path bigram_run = s.dir() / "bigram";
+  ASSERT_EQ(train("--config " + bigram_cfg + " --out " + bigram_run.string() + " --set epochs=1").rc, 0);
+  const Result w = generate(bigram_run, "--tokens 10");
+  ASSERT_EQ(w.rc, 0) << w.output;
+  test::expect_in(w.output, {"10 tokens in", "windowed recompute, no cache"});
+
+  // Errors: no such run; a character the vocabulary lacks; a run without vocab.json.
+  const Result none = generate(s.dir() / "nope", "");
+  EXPECT_EQ(none.rc, 2);
+  test::expect_in(none.output, {"--checkpoint", "no such file or directory"});
+  const Result odd = generate(run, "--prompt 'zebra'");
+  EXPECT_EQ(odd.rc, 1);
+  test::expect_in(odd.output, {"--prompt", "'z'"});
+  fs::remove(run / "vocab.json");
+  const Result novocab = generate(run, "");
+  EXPECT_EQ(novocab.rc, 2);
+  test::expect_in(novocab.output, {"vocab.json is missing", "task: language_model"});
+}

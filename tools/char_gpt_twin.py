@@ -108,10 +108,12 @@ def main():
     assert opt["type"] == "adamw", "the twin implements optimizer.type adamw"
     skip = no_decay_names(model, set(opt.get("no_decay", [])))
     named = list(model.named_parameters())
-    groups = [{"params": [p for k, p in named if k not in skip], "weight_decay": opt["weight_decay"]},
+    groups = [{"params": [p for k, p in named if k not in skip], "weight_decay": float(opt["weight_decay"])},
               {"params": [p for k, p in named if k in skip], "weight_decay": 0.0}]
-    optimizer = torch.optim.AdamW([g for g in groups if g["params"]], lr=opt["lr"], betas=(opt["beta1"], opt["beta2"]),
-                                  eps=opt["eps"], amsgrad=opt.get("amsgrad", False))
+    # NOTE: PyYAML reads numbers such as 1e-08 (no dot) as strings (YAML 1.1): float() them all.
+    optimizer = torch.optim.AdamW([g for g in groups if g["params"]], lr=float(opt["lr"]),
+                                  betas=tuple(float(b) for b in opt.get("betas", [0.9, 0.999])),
+                                  eps=float(opt["eps"]), amsgrad=opt.get("amsgrad", False))
     trace = [json.loads(line) for line in open(args.trace or os.path.join(args.run, "batches.jsonl"))]
     epochs = int(cfg["epochs"])
     steps_per_epoch = len(trace) // epochs
@@ -121,10 +123,10 @@ def main():
         total = epochs * steps_per_epoch
         warm = int(sch.get("warmup_steps", 0))
         t_max = int(sch.get("t_max", 0)) or max(1, total - warm)
-        cosine = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, t_max, eta_min=sch.get("eta_min", 0.0))
+        cosine = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, t_max, eta_min=float(sch.get("eta_min", 0.0)))
         scheduler = cosine
         if warm > 0:
-            linear = torch.optim.lr_scheduler.LinearLR(optimizer, sch.get("warmup_start_factor", 1 / 3), 1.0, warm)
+            linear = torch.optim.lr_scheduler.LinearLR(optimizer, float(sch.get("warmup_start_factor", 1 / 3)), 1.0, warm)
             scheduler = torch.optim.lr_scheduler.SequentialLR(optimizer, [linear, cosine], milestones=[warm])
     micro = int(data["batch_size"])
     clip = float(opt.get("clip_grad_norm", 0))
