@@ -155,7 +155,9 @@ std::vector<std::string> Module::load_state_dict(const NamedTensors& state, bool
   NamedTensors every;
   collect("", true, Kind::parameters, every, nullptr);
   collect("", true, Kind::persistent_buffers, every, nullptr);
-  for (const auto& [name, t] : every) {
+  for (const auto& entry : every) {
+    const std::string& name = entry.first;  // NOTE: not a structured binding: clang 14 cannot capture those
+    const Tensor& t = entry.second;
     const bool first_name = std::any_of(own.begin(), own.end(), [&](const auto& e) { return e.first == name; });
     const auto it = given.find(name);
     if (first_name || it == given.end()) continue;
