@@ -36,8 +36,9 @@ TEST(ShippedConfigs, CnnReaches91Point5Percent) { EXPECT_GE(final_test_accuracy(
 constexpr double kFortunesBigram = 2.612;
 
 TEST(ShippedConfigs, CharLstmBeatsTheBigramBaselineInOneEpoch) {
-  // Measured: 2.263 nats/char after its first epoch (200 steps, about 75 s on 2 cores).
-  EXPECT_LT(ember::test::metric(final_row("char_lstm.yaml", " --set epochs=1"), "test_loss"), kFortunesBigram - 0.2);
+  // Measured: 2.439 nats/char after a run of one epoch (200 steps, its cosine schedule over those; about 75 s on
+  // 2 cores). Epoch 1 of the full 6-epoch run, at a higher learning rate, ends at 2.263.
+  EXPECT_LT(ember::test::metric(final_row("char_lstm.yaml", " --set epochs=1"), "test_loss"), kFortunesBigram - 0.1);
 }
 
 // The README's runs. Measured on 2 cores: char_gpt 1.880 nats/char (11.3 min), char_lstm 1.864 (8.2 min).
