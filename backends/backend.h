@@ -45,6 +45,9 @@ struct TensorArg {
   template <typename T> T* ptr() const { return static_cast<T*>(data); }
 };
 
+// The data of an optional operand (a `const TensorArg*` parameter): nullptr when it is absent.
+template <typename T> T* ptr_or_null(const TensorArg* a) { return a != nullptr ? a->ptr<T>() : nullptr; }
+
 // The element-wise ops (UnaryOp, BinaryOp), their names and properties: backends/elementwise_ops.h.
 
 // Reductions over the dims where the output has size 1 and the input does not (keepdim form).

@@ -375,9 +375,8 @@ void CpuBackend::attention_backward(const TensorArg& q, const TensorArg& k, cons
   }
   dispatch_floating(q.dtype, op, [&](auto tag) {
     using T = decltype(tag);
-    const auto ptr = [](const TensorArg* t) { return t != nullptr ? t->ptr<T>() : nullptr; };
     backward<T>(d, q.ptr<T>(), k.ptr<T>(), v.ptr<T>(), mask_view<T>(mask), out.ptr<T>(), lse.ptr<T>(),
-                grad_out.ptr<T>(), ptr(grad_q), ptr(grad_k), ptr(grad_v), p);
+                grad_out.ptr<T>(), ptr_or_null<T>(grad_q), ptr_or_null<T>(grad_k), ptr_or_null<T>(grad_v), p);
   });
 }
 

@@ -207,15 +207,6 @@ void conv_backward(CpuBackend& be, const ConvGeometry& g, const T* x, const T* w
   }
 }
 
-template <typename T>
-const T* ptr_or_null(const TensorArg* a) {
-  return a != nullptr ? a->ptr<T>() : nullptr;
-}
-template <typename T>
-T* mut_ptr_or_null(const TensorArg* a) {
-  return a != nullptr ? a->ptr<T>() : nullptr;
-}
-
 }  // namespace
 
 void CpuBackend::conv2d_forward(const TensorArg& x, const TensorArg& w, const TensorArg* bias, const TensorArg& y,
@@ -224,7 +215,7 @@ void CpuBackend::conv2d_forward(const TensorArg& x, const TensorArg& w, const Te
   const ConvGeometry g(x, w, y, p);
   dispatch_floating(x.dtype, "conv2d", [&](auto tag) {
     using T = decltype(tag);
-    conv_forward<T>(*this, g, x.ptr<T>(), w.ptr<T>(), ptr_or_null<T>(bias), y.ptr<T>());
+    conv_forward<T>(*this, g, x.ptr<T>(), w.ptr<T>(), ptr_or_null<const T>(bias), y.ptr<T>());
   });
 }
 
@@ -235,8 +226,8 @@ void CpuBackend::conv2d_backward(const TensorArg& x, const TensorArg& w, const T
   const ConvGeometry g(x, w, grad_y, p);
   dispatch_floating(x.dtype, "conv2d_backward", [&](auto tag) {
     using T = decltype(tag);
-    conv_backward<T>(*this, g, x.ptr<T>(), w.ptr<T>(), grad_y.ptr<T>(), mut_ptr_or_null<T>(grad_x),
-                     mut_ptr_or_null<T>(grad_w), mut_ptr_or_null<T>(grad_bias));
+    conv_backward<T>(*this, g, x.ptr<T>(), w.ptr<T>(), grad_y.ptr<T>(), ptr_or_null<T>(grad_x),
+                     ptr_or_null<T>(grad_w), ptr_or_null<T>(grad_bias));
   });
 }
 

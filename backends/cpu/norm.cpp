@@ -12,17 +12,12 @@ namespace ember::cpu {
 namespace {
 
 template <typename T>
-const T* cptr(const TensorArg* a) {
-  return a != nullptr ? a->ptr<T>() : nullptr;
-}
-
-template <typename T>
 void bn_forward(const TensorArg& x, const TensorArg* weight, const TensorArg* bias, const TensorArg* running_mean,
                 const TensorArg* running_var, const TensorArg& y, const TensorArg& save_mean,
                 const TensorArg& save_invstd, bool training, double momentum, double eps) {
   const int64_t N = x.shape[0], C = x.shape[1], S = x.numel() / std::max<int64_t>(1, N * C), count = N * S;
-  const T *w = cptr<T>(weight), *b = cptr<T>(bias);
-  T *rm = running_mean ? running_mean->ptr<T>() : nullptr, *rv = running_var ? running_var->ptr<T>() : nullptr;
+  const T *w = ptr_or_null<const T>(weight), *b = ptr_or_null<const T>(bias);
+  T *rm = ptr_or_null<T>(running_mean), *rv = ptr_or_null<T>(running_var);
   EMBER_CHECK(training || (rm != nullptr && rv != nullptr), "batch_norm: eval mode needs running statistics");
   EMBER_CHECK(!training || count > 1, "batch_norm: training needs more than one value per channel, got input shape [",
               N, ", ", C, ", ...] with ", count, " value(s) per channel; use a larger batch or eval()");
@@ -68,7 +63,7 @@ void bn_backward(const TensorArg& gy, const TensorArg& x, const TensorArg* weigh
                  const TensorArg& save_invstd, const TensorArg* gx, const TensorArg* gw, const TensorArg* gb,
                  bool training) {
   const int64_t N = x.shape[0], C = x.shape[1], S = x.numel() / std::max<int64_t>(1, N * C), count = N * S;
-  const T* w = cptr<T>(weight);
+  const T* w = ptr_or_null<const T>(weight);
   parallel_for(C, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, count)), [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) {
       const double mean = save_mean.ptr<T>()[c], invstd = save_invstd.ptr<T>()[c];
@@ -103,7 +98,7 @@ template <typename T>
 void ln_forward(const TensorArg& x, const TensorArg* weight, const TensorArg* bias, const TensorArg& y,
                 const TensorArg& save_mean, const TensorArg& save_invstd, double eps) {
   const int64_t D = x.shape[x.ndim - 1], M = D == 0 ? 0 : x.numel() / D;
-  const T *w = cptr<T>(weight), *b = cptr<T>(bias);
+  const T *w = ptr_or_null<const T>(weight), *b = ptr_or_null<const T>(bias);
   parallel_for(M, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, D)), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const T* p = x.ptr<T>() + r * D;
@@ -125,7 +120,7 @@ template <typename T>
 void ln_backward(const TensorArg& gy, const TensorArg& x, const TensorArg* weight, const TensorArg& save_mean,
                  const TensorArg& save_invstd, const TensorArg* gx, const TensorArg* gw, const TensorArg* gb) {
   const int64_t D = x.shape[x.ndim - 1], M = D == 0 ? 0 : x.numel() / D;
-  const T* w = cptr<T>(weight);
+  const T* w = ptr_or_null<const T>(weight);
   const T *mean = save_mean.ptr<T>(), *invstd = save_invstd.ptr<T>();
   if (gx != nullptr) {
     parallel_for(M, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, D)), [&](int64_t begin, int64_t end) {

@@ -114,7 +114,7 @@ void pool_backward(PoolOp op, const TensorArg& gy, const int64_t* indices, const
 void CpuBackend::pool2d_forward(PoolOp op, const TensorArg& x, const TensorArg& y, const TensorArg* indices,
                                 const Pool2dParams& p) {
   dispatch_floating(x.dtype, "pool2d", [&](auto tag) {
-    pool_forward<decltype(tag)>(op, x, y, indices != nullptr ? indices->ptr<int64_t>() : nullptr, p);
+    pool_forward<decltype(tag)>(op, x, y, ptr_or_null<int64_t>(indices), p);
   });
 }
 
@@ -122,7 +122,7 @@ void CpuBackend::pool2d_backward(PoolOp op, const TensorArg& grad_y, const Tenso
                                  const Pool2dParams& p) {
   EMBER_CHECK(op != PoolOp::max || indices != nullptr, "max_pool2d backward: needs the forward's indices");
   dispatch_floating(grad_x.dtype, "pool2d_backward", [&](auto tag) {
-    pool_backward<decltype(tag)>(op, grad_y, indices != nullptr ? indices->ptr<int64_t>() : nullptr, grad_x, p);
+    pool_backward<decltype(tag)>(op, grad_y, ptr_or_null<int64_t>(indices), grad_x, p);
   });
 }
 

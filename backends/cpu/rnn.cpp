@@ -10,15 +10,6 @@
 namespace ember::cpu {
 namespace {
 
-template <typename T>
-const T* cptr(const TensorArg* a) {
-  return a != nullptr ? a->ptr<T>() : nullptr;
-}
-template <typename T>
-T* mptr(const TensorArg* a) {
-  return a != nullptr ? a->ptr<T>() : nullptr;
-}
-
 // Calls f(b, j) for every element of [B, H], rows split across threads.
 template <typename F>
 void for_each_cell(int64_t B, int64_t H, F&& f) {
@@ -61,8 +52,8 @@ void CpuBackend::lstm_cell_backward(const TensorArg* grad_h, const TensorArg* gr
   dispatch_floating(c_prev.dtype, op, [&](auto tag) {
     using T = decltype(tag);
     for_each_cell(B, H, [&](int64_t b, int64_t j) {
-      rnn_math::lstm_backward_at(b, j, H, cptr<T>(grad_h), cptr<T>(grad_c), c_prev.ptr<T>(), c.ptr<T>(),
-                                 workspace.ptr<T>(), grad_gates.ptr<T>(), mptr<T>(grad_c_prev));
+      rnn_math::lstm_backward_at(b, j, H, ptr_or_null<const T>(grad_h), ptr_or_null<const T>(grad_c), c_prev.ptr<T>(),
+                                 c.ptr<T>(), workspace.ptr<T>(), grad_gates.ptr<T>(), ptr_or_null<T>(grad_c_prev));
     });
   });
 }
@@ -100,7 +91,8 @@ void CpuBackend::gru_cell_backward(const TensorArg& grad_h, const TensorArg& h_p
     using T = decltype(tag);
     for_each_cell(B, H, [&](int64_t b, int64_t j) {
       rnn_math::gru_backward_at(b, j, H, grad_h.ptr<T>(), h_prev.ptr<T>(), workspace.ptr<T>(),
-                                mptr<T>(grad_input_gates), mptr<T>(grad_hidden_gates), mptr<T>(grad_h_prev));
+                                ptr_or_null<T>(grad_input_gates), ptr_or_null<T>(grad_hidden_gates),
+                                ptr_or_null<T>(grad_h_prev));
     });
   });
 }

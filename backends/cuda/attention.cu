@@ -193,9 +193,9 @@ void CudaBackend::attention_backward(const TensorArg& q, const TensorArg& k, con
     a.out = out.ptr<T>();
     a.lse = lse.ptr<T>();
     a.dout = grad_out.ptr<T>();
-    a.dq = grad_q != nullptr ? grad_q->ptr<T>() : nullptr;
-    a.dk = grad_k != nullptr ? grad_k->ptr<T>() : nullptr;
-    a.dv = grad_v != nullptr ? grad_v->ptr<T>() : nullptr;
+    a.dq = ptr_or_null<T>(grad_q);
+    a.dk = ptr_or_null<T>(grad_k);
+    a.dv = ptr_or_null<T>(grad_v);
     if (a.dq != nullptr && a.B * a.H * a.L > 0) {
       attention_backward_dq_kernel<T><<<row_grid(a.B * a.H * a.L), kBlock, 0, ctx.stream>>>(a);
       EMBER_CUDA_CHECK_LAUNCH();

@@ -163,15 +163,6 @@ void check_operand(const char* op, const char* name, const TensorArg* t, const T
               dtype_name(t->dtype), " × ", t->numel(), t->is_contiguous() ? "" : " (not contiguous)");
 }
 
-template <typename T>
-const T* cptr(const TensorArg* a) {
-  return a != nullptr ? a->ptr<T>() : nullptr;
-}
-template <typename T>
-T* mptr(const TensorArg* a) {
-  return a != nullptr ? a->ptr<T>() : nullptr;
-}
-
 }  // namespace
 
 void CudaBackend::batch_norm_forward(const TensorArg& x, const TensorArg* weight, const TensorArg* bias,
@@ -196,9 +187,9 @@ void CudaBackend::batch_norm_forward(const TensorArg& x, const TensorArg* weight
   if (C == 0) return;
   dispatch_floating(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
-    const BatchNormArgs<T> a{x.ptr<T>(), nullptr, cptr<T>(weight), cptr<T>(bias), mptr<T>(running_mean),
-                             mptr<T>(running_var), y.ptr<T>(), save_mean.ptr<T>(), save_invstd.ptr<T>(), nullptr,
-                             nullptr, nullptr, N, C, S, training, momentum, eps};
+    const BatchNormArgs<T> a{x.ptr<T>(), nullptr, ptr_or_null<const T>(weight), ptr_or_null<const T>(bias),
+                             ptr_or_null<T>(running_mean), ptr_or_null<T>(running_var), y.ptr<T>(), save_mean.ptr<T>(),
+                             save_invstd.ptr<T>(), nullptr, nullptr, nullptr, N, C, S, training, momentum, eps};
     batch_norm_forward_kernel<T><<<block_grid(C), kBlock, 0, ctx.stream>>>(a);
     EMBER_CUDA_CHECK_LAUNCH();
   });
@@ -221,9 +212,9 @@ void CudaBackend::batch_norm_backward(const TensorArg& grad_y, const TensorArg& 
   if (C == 0) return;
   dispatch_floating(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
-    const BatchNormArgs<T> a{x.ptr<T>(), grad_y.ptr<T>(), cptr<T>(weight), nullptr, nullptr, nullptr, nullptr,
-                             save_mean.ptr<T>(), save_invstd.ptr<T>(), mptr<T>(grad_x), mptr<T>(grad_weight),
-                             mptr<T>(grad_bias), N, C, S, training, 0.0, 0.0};
+    const BatchNormArgs<T> a{x.ptr<T>(), grad_y.ptr<T>(), ptr_or_null<const T>(weight), nullptr, nullptr, nullptr,
+                             nullptr, save_mean.ptr<T>(), save_invstd.ptr<T>(), ptr_or_null<T>(grad_x),
+                             ptr_or_null<T>(grad_weight), ptr_or_null<T>(grad_bias), N, C, S, training, 0.0, 0.0};
     batch_norm_backward_kernel<T><<<block_grid(C), kBlock, 0, ctx.stream>>>(a);
     EMBER_CUDA_CHECK_LAUNCH();
   });
@@ -244,8 +235,8 @@ void CudaBackend::layer_norm_forward(const TensorArg& x, const TensorArg* weight
   if (M == 0) return;
   dispatch_floating(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
-    const LayerNormArgs<T> a{x.ptr<T>(), nullptr, cptr<T>(weight), cptr<T>(bias), y.ptr<T>(), save_mean.ptr<T>(),
-                             save_invstd.ptr<T>(), nullptr, nullptr, nullptr, M, D, eps};
+    const LayerNormArgs<T> a{x.ptr<T>(), nullptr, ptr_or_null<const T>(weight), ptr_or_null<const T>(bias), y.ptr<T>(),
+                             save_mean.ptr<T>(), save_invstd.ptr<T>(), nullptr, nullptr, nullptr, M, D, eps};
     layer_norm_forward_kernel<T><<<block_grid(M), kBlock, 0, ctx.stream>>>(a);
     EMBER_CUDA_CHECK_LAUNCH();
   });
@@ -267,9 +258,9 @@ void CudaBackend::layer_norm_backward(const TensorArg& grad_y, const TensorArg& 
   check_operand(op, "save_invstd", &save_invstd, x, M);
   dispatch_floating(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
-    const LayerNormArgs<T> a{x.ptr<T>(), grad_y.ptr<T>(), cptr<T>(weight), nullptr, nullptr, save_mean.ptr<T>(),
-                             save_invstd.ptr<T>(), mptr<T>(grad_x), mptr<T>(grad_weight), mptr<T>(grad_bias), M, D,
-                             0.0};
+    const LayerNormArgs<T> a{x.ptr<T>(), grad_y.ptr<T>(), ptr_or_null<const T>(weight), nullptr, nullptr,
+                             save_mean.ptr<T>(), save_invstd.ptr<T>(), ptr_or_null<T>(grad_x),
+                             ptr_or_null<T>(grad_weight), ptr_or_null<T>(grad_bias), M, D, 0.0};
     if (grad_x != nullptr && M > 0) {
       layer_norm_backward_input_kernel<T><<<block_grid(M), kBlock, 0, ctx.stream>>>(a);
       EMBER_CUDA_CHECK_LAUNCH();

@@ -116,8 +116,7 @@ void CudaBackend::pool2d_forward(PoolOp op, const TensorArg& x, const TensorArg&
     using T = decltype(tag);
     if (op == PoolOp::max)
       launch_index(ctx.stream, y.numel(),
-                   MaxPoolForward<T>{x.ptr<T>(), y.ptr<T>(), indices != nullptr ? indices->ptr<int64_t>() : nullptr,
-                                     s, p});
+                   MaxPoolForward<T>{x.ptr<T>(), y.ptr<T>(), ptr_or_null<int64_t>(indices), s, p});
     else
       launch_index(ctx.stream, y.numel(), AvgPoolForward<T>{x.ptr<T>(), y.ptr<T>(), s, p});
   });

@@ -9,15 +9,6 @@ namespace ember::cuda {
 namespace {
 
 template <typename T>
-const T* cptr(const TensorArg* a) {
-  return a != nullptr ? a->ptr<T>() : nullptr;
-}
-template <typename T>
-T* mptr(const TensorArg* a) {
-  return a != nullptr ? a->ptr<T>() : nullptr;
-}
-
-template <typename T>
 struct LstmForward {
   const T *gates, *c_prev;
   T *h, *c, *ws;
@@ -85,8 +76,8 @@ void CudaBackend::lstm_cell_backward(const TensorArg* grad_h, const TensorArg* g
   dispatch_floating(c_prev.dtype, op, [&](auto tag) {
     using T = decltype(tag);
     launch_index(ctx.stream, B * H,
-                 LstmBackward<T>{cptr<T>(grad_h), cptr<T>(grad_c), c_prev.ptr<T>(), c.ptr<T>(), workspace.ptr<T>(),
-                                 grad_gates.ptr<T>(), mptr<T>(grad_c_prev), H});
+                 LstmBackward<T>{ptr_or_null<const T>(grad_h), ptr_or_null<const T>(grad_c), c_prev.ptr<T>(),
+                                 c.ptr<T>(), workspace.ptr<T>(), grad_gates.ptr<T>(), ptr_or_null<T>(grad_c_prev), H});
   });
 }
 
@@ -123,8 +114,8 @@ void CudaBackend::gru_cell_backward(const TensorArg& grad_h, const TensorArg& h_
   dispatch_floating(h_prev.dtype, op, [&](auto tag) {
     using T = decltype(tag);
     launch_index(ctx.stream, B * H,
-                 GruBackward<T>{grad_h.ptr<T>(), h_prev.ptr<T>(), workspace.ptr<T>(), mptr<T>(grad_input_gates),
-                                mptr<T>(grad_hidden_gates), mptr<T>(grad_h_prev), H});
+                 GruBackward<T>{grad_h.ptr<T>(), h_prev.ptr<T>(), workspace.ptr<T>(), ptr_or_null<T>(grad_input_gates),
+                                ptr_or_null<T>(grad_hidden_gates), ptr_or_null<T>(grad_h_prev), H});
   });
 }
 
