@@ -10,6 +10,8 @@
 //   r = σ(x_r + h_r), z = σ(x_z + h_z), n = tanh(x_n + r·h_n), h' = n + z·(h - n).
 //   workspace [B, 4H] keeps (r, z, n, h_n); the backward takes it and h.
 #include <cstdint>
+#include <initializer_list>
+#include <tuple>
 
 #include "backends/backend.h"
 #include "backends/error.h"
@@ -112,6 +114,45 @@ inline void check_cell_operand(const char* op, const char* name, const TensorArg
   EMBER_CHECK(t->dtype == ref.dtype && t->is_contiguous() && t->numel() == B * width, op, ": ", name,
               " must be a contiguous ", dtype_name(ref.dtype), " tensor of [", B, ", ", width, "] elements, got ",
               dtype_name(t->dtype), " × ", t->numel(), t->is_contiguous() ? "" : " (not contiguous)");
+}
+
+// Every operand check of one cell op, shared by both backends; returns {B, H} of the state `ref`
+// (c_prev for the LSTM, h_prev for the GRU).
+struct CellDims {
+  int64_t B, H;
+};
+inline CellDims check_cell_operands(const char* op, const char* ref_name, const TensorArg& ref,
+                                    std::initializer_list<std::tuple<const char*, const TensorArg*, int64_t>> operands) {
+  EMBER_CHECK(ref.ndim == 2, op, ": ", ref_name, " must be [B, H], got ", ref.ndim, " dims");
+  const int64_t B = ref.shape[0], H = ref.shape[1];
+  for (const auto& [name, t, gates] : operands) check_cell_operand(op, name, t, ref, B, gates * H);
+  return {B, H};
+}
+inline CellDims check_lstm_forward(const TensorArg& gates, const TensorArg& c_prev, const TensorArg& h,
+                                   const TensorArg& c, const TensorArg& workspace) {
+  return check_cell_operands("lstm_cell", "c_prev", c_prev,
+                             {{"gates", &gates, 4}, {"h", &h, 1}, {"c", &c, 1}, {"workspace", &workspace, 4}});
+}
+inline CellDims check_lstm_backward(const TensorArg* grad_h, const TensorArg* grad_c, const TensorArg& c_prev,
+                                    const TensorArg& c, const TensorArg& workspace, const TensorArg& grad_gates,
+                                    const TensorArg* grad_c_prev) {
+  return check_cell_operands("lstm_cell_backward", "c_prev", c_prev,
+                             {{"grad_h", grad_h, 1}, {"grad_c", grad_c, 1}, {"c", &c, 1}, {"workspace", &workspace, 4},
+                              {"grad_gates", &grad_gates, 4}, {"grad_c_prev", grad_c_prev, 1}});
+}
+inline CellDims check_gru_forward(const TensorArg& input_gates, const TensorArg& hidden_gates, const TensorArg& h_prev,
+                                  const TensorArg& h, const TensorArg& workspace) {
+  return check_cell_operands("gru_cell", "h_prev", h_prev,
+                             {{"input_gates", &input_gates, 3}, {"hidden_gates", &hidden_gates, 3}, {"h", &h, 1},
+                              {"workspace", &workspace, 4}});
+}
+inline CellDims check_gru_backward(const TensorArg& grad_h, const TensorArg& h_prev, const TensorArg& workspace,
+                                   const TensorArg* grad_input_gates, const TensorArg* grad_hidden_gates,
+                                   const TensorArg* grad_h_prev) {
+  return check_cell_operands("gru_cell_backward", "h_prev", h_prev,
+                             {{"grad_h", &grad_h, 1}, {"workspace", &workspace, 4},
+                              {"grad_input_gates", grad_input_gates, 3}, {"grad_hidden_gates", grad_hidden_gates, 3},
+                              {"grad_h_prev", grad_h_prev, 1}});
 }
 
 }  // namespace ember::rnn_math

@@ -40,6 +40,7 @@ struct ExpandingArray {
 };
 
 // One accessor pair of an options class: o.name(v) sets the field and returns the options; o.name() reads it.
+// Also used by the options of other layer families (nn/rnn.h).
 #define EMBER_OPTION(Type, name)                         \
   auto& name(const Type& v) {                           \
     Fields::name = v;                                    \
@@ -114,6 +115,5 @@ class Pool2dOptions : public Pool2dFields {
 using MaxPool2dOptions = Pool2dOptions;  // LibTorch's names; count_include_pad is ignored by max
 using AvgPool2dOptions = Pool2dOptions;
 
-#undef EMBER_OPTION
 
 }  // namespace ember::nn

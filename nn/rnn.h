@@ -31,15 +31,6 @@ struct RNNFields {
   bool bidirectional = false;
 };
 
-// One accessor pair: o.name(v) sets the field and returns the options; o.name() reads it (nn/options.h's).
-#define EMBER_RNN_OPTION(Type, name)                \
-  auto& name(const Type& v) {                      \
-    Fields::name = v;                               \
-    return *this;                                   \
-  }                                                 \
-  const Type& name() const { return Fields::name; } \
-  Type& name() { return Fields::name; }
-
 // RNNOptions(input_size, hidden_size).num_layers(2).dropout(0.1) ... (LibTorch's LSTMOptions/GRUOptions).
 class RNNOptions : public RNNFields {
  public:
@@ -47,15 +38,14 @@ class RNNOptions : public RNNFields {
   template <std::same_as<Fields> F>
   RNNOptions(const F& fields) : Fields(fields) {}  // NOLINT: implicit, as the other options
   RNNOptions(int64_t input_size, int64_t hidden_size) : Fields{input_size, hidden_size} {}
-  EMBER_RNN_OPTION(int64_t, input_size)
-  EMBER_RNN_OPTION(int64_t, hidden_size)
-  EMBER_RNN_OPTION(int64_t, num_layers)
-  EMBER_RNN_OPTION(bool, bias)
-  EMBER_RNN_OPTION(bool, batch_first)
-  EMBER_RNN_OPTION(double, dropout)
-  EMBER_RNN_OPTION(bool, bidirectional)
+  EMBER_OPTION(int64_t, input_size)
+  EMBER_OPTION(int64_t, hidden_size)
+  EMBER_OPTION(int64_t, num_layers)
+  EMBER_OPTION(bool, bias)
+  EMBER_OPTION(bool, batch_first)
+  EMBER_OPTION(double, dropout)
+  EMBER_OPTION(bool, bidirectional)
 };
-#undef EMBER_RNN_OPTION
 using LSTMOptions = RNNOptions;
 using GRUOptions = RNNOptions;
 
