@@ -172,6 +172,7 @@ void Engine::run(const Tensor& root, const Tensor& root_grad, bool retain_graph)
       if (!grad.defined()) continue;  // no gradient reached this node
       grads.assign(node->next.size(), Tensor());
       node->backward(grad, grads.data());
+      grad = Tensor();  // a view of it may be among grads: unshared, it can become a leaf's .grad uncopied
       if (!retain_graph) node->release();
       for (size_t i = 0; i < grads.size(); ++i) {
         const Edge& edge = node->next[i];

@@ -102,7 +102,7 @@ void for_each_chunk(int64_t n_images, int64_t k, Fn&& fn) {
   const auto run = [&](int64_t c, int slot) { fn(c * k, std::min(k, n_images - c * k), slot); };
   if (chunks >= num_threads() && num_threads() > 1) {
     parallel_for(chunks, 1, [&](int64_t begin, int64_t end) {
-      const int slot = omp_thread_id();
+      const int slot = thread_slot();
       for (int64_t c = begin; c < end; ++c) run(c, slot);
     });
   } else {

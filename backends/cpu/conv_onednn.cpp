@@ -145,6 +145,7 @@ bool onednn_conv2d_forward(const TensorArg& x, const TensorArg& w, const TensorA
       if (c.weights_md != d.weights) c.weights_mem = memory(c.weights_md, eng);
       if (c.dst_md != d.dst) c.dst_mem = memory(c.dst_md, eng);
     }
+    const OpenMpTeam team;
     dnnl::stream s(eng);
     memory src = mem(d.src, x), weights = mem(d.weights, w), dst = mem(d.dst, y);
     if (c.src_mem) dnnl::reorder(src, c.src_mem).execute(s, src, c.src_mem);
@@ -198,6 +199,7 @@ bool onednn_conv2d_backward(const TensorArg& x, const TensorArg& w, const Tensor
       c.w_diff_dst = Scratch(weights_pd.diff_dst_desc(), d.dst, eng);
       c.w_diff_weights = Scratch(weights_pd.diff_weights_desc(), d.weights, eng);
     }
+    const OpenMpTeam team;
     dnnl::stream s(eng);
     const memory gy = mem(d.dst, grad_y);
     memory gy_data;  // grad_y in the data primitive's layout, reused by the weights primitive when equal

@@ -33,7 +33,10 @@ int num_threads() {
   return n;
 }
 
-int omp_thread_id() { return omp_get_thread_num(); }
+OpenMpTeam::OpenMpTeam() : previous_(omp_get_max_threads()) {
+  omp_set_num_threads(can_parallelize() ? num_threads() : 1);
+}
+OpenMpTeam::~OpenMpTeam() { omp_set_num_threads(previous_); }
 
 void enable_flush_denormal_on_this_thread() {
   thread_local bool done = false;
@@ -46,9 +49,6 @@ void enable_flush_denormal_on_this_thread() {
 
 CpuBackend& cpu_backend() {
   static CpuBackend& instance = [] () -> CpuBackend& {
-    // Libraries that size their own OpenMP regions (oneDNN) follow the calling thread's default team size:
-    // make it Ember's thread count.
-    omp_set_num_threads(num_threads());
     // Never destroyed: tensors in other static objects may be freed after this function's statics are
     // gone, and their Storage returns memory here.
     return *new CpuBackend;

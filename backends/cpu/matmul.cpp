@@ -7,16 +7,6 @@
 namespace ember::cpu {
 namespace {
 
-struct GemmOperand {
-  int trans;
-  int64_t ld;
-};
-
-GemmOperand gemm_operand(const TensorArg& arg, const char* name) {
-  const GemmLayout l = gemm_layout(arg, name);
-  return {l.transposed ? kTrans : kNoTrans, l.ld};
-}
-
 template <typename T>
 void naive_gemm(int64_t M, int64_t N, int64_t K, const T* a, int64_t as0, int64_t as1, const T* b, int64_t bs0,
                 int64_t bs1, T* c) {
@@ -47,27 +37,20 @@ void CpuBackend::matmul(const TensorArg& a, const TensorArg& b, const TensorArg&
     });
     return;
   }
-  const GemmOperand ga = gemm_operand(a, "a"), gb = gemm_operand(b, "b");
-  const Blas& lib = blas();
+  const GemmLayout la = gemm_layout(a, "a"), lb = gemm_layout(b, "b");
   dispatch_floating(a.dtype, "matmul", [&](auto tag) {
     using T = decltype(tag);
     const auto one = [&](int64_t i) {
-      const T* pa = a.ptr<T>() + i * a.strides[0];
-      const T* pb = b.ptr<T>() + i * b.strides[0];
-      T* pc = out.ptr<T>() + i * M * N;
-      if constexpr (std::is_same_v<T, float>)
-        lib.sgemm(kRowMajor, ga.trans, gb.trans, M, N, K, 1.0f, pa, ga.ld, pb, gb.ld, 0.0f, pc, N);
-      else
-        lib.dgemm(kRowMajor, ga.trans, gb.trans, M, N, K, 1.0, pa, ga.ld, pb, gb.ld, 0.0, pc, N);
+      gemm<T>(la.transposed, lb.transposed, M, N, K, T(1), a.ptr<T>() + i * a.strides[0], la.ld,
+              b.ptr<T>() + i * b.strides[0], lb.ld, T(0), out.ptr<T>() + i * M * N, N);
     };
-    // Many small matrices: one per thread (OpenBLAS runs single-threaded inside a parallel region).
-    // Otherwise: one after another, each using all threads inside OpenBLAS.
+    // Many small matrices: whole matrices per chunk (gemm then runs serially inside the region).
+    // Otherwise one after another, each split across the pool by gemm.
     if (B >= num_threads() && M * N * K < (int64_t{1} << 21)) {
       parallel_for(B, 1, [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) one(i);
       });
     } else {
-      enable_flush_denormal_on_this_thread();
       for (int64_t i = 0; i < B; ++i) one(i);
     }
   });

@@ -2,6 +2,9 @@
 
 #include <dlfcn.h>
 
+#include <omp.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <vector>
@@ -97,15 +100,13 @@ Blas load_once(const char* coretype) {
     b.dgemm = nullptr;
     return b;
   }
-  if (b.set_num_threads != nullptr) b.set_num_threads(num_threads());
+  // Single-threaded: Ember splits GEMMs across its own pool (gemm below). The OpenMP build's setter also sets
+  // this thread's OpenMP team size to 1, which blas_single_threaded_here() relies on anyway.
+  if (b.set_num_threads != nullptr) b.set_num_threads(1);
   const std::string core = b.get_corename != nullptr ? b.get_corename() : "unknown";
   const int parallel = b.get_parallel != nullptr ? b.get_parallel() : -1;
-  logger().debug("GEMM: OpenBLAS {} kernels, {} threading, {} threads ({})", core,
-              parallel == 2 ? "OpenMP" : parallel == 1 ? "pthreads" : "no", num_threads(), b.library);
-  if (parallel == 1) {
-    logger().warn("OpenBLAS is the pthreads build: its thread pool and Ember's both spin, which can halve "
-               "throughput; install libopenblas0-openmp (scripts/setup.sh does)");
-  }
+  logger().debug("GEMM: OpenBLAS {} kernels ({} build, run single-threaded, split across Ember's {} threads; {})",
+                 core, parallel == 2 ? "OpenMP" : parallel == 1 ? "pthreads" : "sequential", num_threads(), b.library);
 #if defined(__x86_64__)
   if ((core == "Prescott" || core == "Core2" || core == "Nehalem") && __builtin_cpu_supports("avx2")) {
     logger().warn("OpenBLAS runs its {} kernels on a CPU with AVX2 (OPENBLAS_CORETYPE={}); GEMM will be several "
@@ -129,15 +130,61 @@ const Blas& blas() {
   return b;
 }
 
+namespace {
+
+// OpenBLAS's OpenMP build sizes its team from the calling thread's OpenMP setting (omp_get_max_threads), not
+// from openblas_set_num_threads: make that 1 on every thread that calls it. Ember splits GEMMs itself.
+void blas_single_threaded_here() {
+  thread_local const bool done = [] {
+    omp_set_num_threads(1);
+    return true;
+  }();
+  (void)done;
+}
+
+template <typename T>
+void gemm_serial(const Blas& lib, int ta, int tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
+                 const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  blas_single_threaded_here();
+  if constexpr (std::is_same_v<T, float>)
+    lib.sgemm(kRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  else
+    lib.dgemm(kRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+// Below this many multiply-adds per chunk a split costs more than it gains (a call's packing and start-up).
+constexpr int64_t kMinChunkMacs = int64_t{1} << 18;
+// Chunk edges fall on multiples of the kernels' register tiles (16 in both dimensions covers OpenBLAS's
+// Haswell and SkylakeX s/dgemm kernels).
+constexpr int64_t kTile = 16;
+
+}  // namespace
+
+// Splits C's larger dimension into chunks claimed by the pool's threads, each one single-threaded GEMM: every
+// chunk packs the whole of the operand it shares with the others (A when the columns are split), so the
+// larger dimension is split, which duplicates the smaller operand's packing.
 template <typename T>
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
           int64_t ldb, T beta, T* c, int64_t ldc) {
   const Blas& lib = blas();
   const int ta = trans_a ? kTrans : kNoTrans, tb = trans_b ? kTrans : kNoTrans;
-  if constexpr (std::is_same_v<T, float>)
-    lib.sgemm(kRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  else
-    lib.dgemm(kRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  const bool split_n = n >= m;
+  const int64_t extent = split_n ? n : m;
+  const int64_t by_work = m * n * k / kMinChunkMacs, by_tiles = extent / kTile;
+  const int64_t want = std::min({by_work, by_tiles, int64_t{num_threads()} * pool_detail::kChunksPerThread});
+  if (want < 2 || !can_parallelize()) {
+    gemm_serial(lib, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  const int64_t size = ((extent + want - 1) / want + kTile - 1) / kTile * kTile;
+  parallel_chunks((extent + size - 1) / size, [&](int64_t chunk) {
+    const int64_t lo = chunk * size, len = std::min(extent, lo + size) - lo;
+    if (split_n)  // columns [lo, lo + len) of B and C
+      gemm_serial(lib, ta, tb, m, len, k, alpha, a, lda, trans_b ? b + lo * ldb : b + lo, ldb, beta, c + lo, ldc);
+    else  // rows [lo, lo + len) of A and C
+      gemm_serial(lib, ta, tb, len, n, k, alpha, trans_a ? a + lo : a + lo * lda, lda, b, ldb, beta, c + lo * ldc,
+                  ldc);
+  });
 }
 template void gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t,
                           float, float*, int64_t);
