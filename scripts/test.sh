@@ -29,10 +29,14 @@ cmake --build build-sanitize -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-sanitize --output-on-failure -j"$jobs" -LE 'long|cuda'
 
-echo "== data loader, autograd and checkpoint tests under ThreadSanitizer =="
-# One Ember thread: libgomp is not instrumented, so TSan watches the loader's own threads.
+echo "== thread pool, data loader, autograd and checkpoint tests under ThreadSanitizer =="
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_TSAN=ON -DEMBER_BUILD_BENCH=OFF -DEMBER_CUDA=OFF >/dev/null
-cmake --build build-tsan -j"$jobs" --target test_data test_data_io test_data_loader test_autograd test_checkpoint
+cmake --build build-tsan -j"$jobs" --target test_thread_pool test_ops test_data test_data_io test_data_loader \
+  test_autograd test_checkpoint
+# Ember's own pool is std::thread + atomics, which TSan sees: its tests and the element-wise ops on 2 threads.
+EMBER_NUM_THREADS=2 build-tsan/tests/test_thread_pool
+EMBER_NUM_THREADS=2 build-tsan/tests/test_ops --gtest_brief=1
+# The rest on one Ember thread: oneDNN's OpenMP (libgomp) is not instrumented; TSan watches the loader's threads.
 EMBER_NUM_THREADS=1 ctest --test-dir build-tsan --output-on-failure -j"$jobs" -L 'data|autograd|optim'
 
 echo "== fuzz targets (clang + libFuzzer): each for 20 s on a copy of its seed corpus =="

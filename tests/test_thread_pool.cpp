@@ -1,0 +1,168 @@
+// The CPU backend's thread pool (backends/cpu/parallel.h): every index exactly once, in any thread
+// arrangement — nested loops, several user threads at once, threads marked serial — and the slot contract
+// that per-thread scratch space relies on.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "backends/cpu/openblas.h"
+#include "backends/cpu/parallel.h"
+
+namespace ember::cpu {
+namespace {
+
+// Counts how often each index of [0, n) is visited by parallel_for(n, grain).
+std::vector<int> visits(int64_t n, int64_t grain) {
+  std::vector<std::atomic<int>> count(static_cast<size_t>(n));
+  parallel_for(n, grain, [&](int64_t begin, int64_t end) {
+    EXPECT_LE(0, begin);
+    EXPECT_LT(begin, end);
+    EXPECT_LE(end, n);
+    for (int64_t i = begin; i < end; ++i) count[i].fetch_add(1, std::memory_order_relaxed);
+  });
+  std::vector<int> out;
+  for (auto& c : count) out.push_back(c.load());
+  return out;
+}
+
+TEST(ThreadPool, EveryIndexExactlyOnce) {
+  for (const int64_t n : {1, 2, 7, 64, 1000, 4097, 100003})
+    for (const int64_t grain : {1, 3, 64, 32768}) {
+      const std::vector<int> v = visits(n, grain);
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(v[i], 1) << "n " << n << " grain " << grain << " index " << i;
+    }
+}
+
+TEST(ThreadPool, RangesRespectTheGrain) {
+  std::atomic<int64_t> smallest{INT64_MAX};
+  parallel_for(1000, 100, [&](int64_t begin, int64_t end) {
+    int64_t cur = smallest.load();
+    while (end - begin < cur && !smallest.compare_exchange_weak(cur, end - begin)) {
+    }
+  });
+  EXPECT_GE(smallest.load(), 100);
+}
+
+TEST(ThreadPool, SlotsAreWithinTheThreadCount) {
+  std::atomic<bool> ok{true};
+  parallel_chunks(64, [&](int64_t) {
+    const int s = thread_slot();
+    if (s < 0 || s >= num_threads()) ok = false;
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  });
+  EXPECT_TRUE(ok.load());
+  EXPECT_EQ(thread_slot(), 0);  // outside a region
+}
+
+TEST(ThreadPool, NestedLoopsRunSeriallyInsideAndCoverEverything) {
+  std::vector<std::atomic<int>> count(64 * 100);
+  parallel_chunks(64, [&](int64_t outer) {
+    EXPECT_FALSE(can_parallelize());  // inside a region
+    parallel_for(100, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) count[outer * 100 + i].fetch_add(1);
+    });
+  });
+  for (auto& c : count) ASSERT_EQ(c.load(), 1);
+}
+
+TEST(ThreadPool, SeveralUserThreadsAtOnce) {
+  // Only one region holds the pool; the others run serially on their own thread. Either way each loop
+  // covers its range exactly once.
+  constexpr int kThreads = 4;
+  std::vector<std::thread> users;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t)
+    users.emplace_back([&, t] {
+      for (int rep = 0; rep < 50; ++rep) {
+        const int64_t n = 1000 + 37 * t + rep;
+        const std::vector<int> v = visits(n, 7);
+        for (int x : v)
+          if (x != 1) failures.fetch_add(1);
+      }
+    });
+  for (auto& u : users) u.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+TEST(ThreadPool, SerialThisThreadKeepsLoopsOnTheCallingThread) {
+  std::thread worker([] {
+    const SerialThisThread serial;
+    EXPECT_FALSE(can_parallelize());
+    const std::thread::id self = std::this_thread::get_id();
+    std::atomic<bool> elsewhere{false};
+    parallel_for(1 << 20, 1, [&](int64_t, int64_t) {
+      if (std::this_thread::get_id() != self) elsewhere = true;
+    });
+    EXPECT_FALSE(elsewhere.load());
+  });
+  worker.join();
+  EXPECT_EQ(can_parallelize(), num_threads() > 1);  // the mark belonged to the other thread only
+}
+
+TEST(ThreadPool, ARegionDoesNotWaitForAChunkNobodyClaimed) {
+  // One slow chunk among many: the region ends when the slow chunk ends, the others having been taken by the
+  // remaining participants — not after slow chunk + everything queued behind it on one thread.
+  if (num_threads() < 2) GTEST_SKIP() << "one thread: nothing runs alongside";
+  const auto start = std::chrono::steady_clock::now();
+  parallel_chunks(8, [&](int64_t c) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(c == 0 ? 200 : 20));
+  });
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // Serial would be 0.34 s; with the others claiming the seven short chunks meanwhile it is ~0.2 s.
+  EXPECT_LT(s, 0.3) << "the seven 20 ms chunks were not taken by the other participants while one slept";
+}
+
+}  // namespace
+}  // namespace ember::cpu
+
+// OpenBLAS runs single-threaded inside the pool's chunks, called from several threads at once (its OpenMP
+// build keys some buffers by the calling thread): GEMMs split by gemm() and many small GEMMs in parallel
+// chunks must give the plain loop's results, repeatedly.
+namespace ember::cpu {
+namespace {
+
+void naive(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0;
+      for (int64_t p = 0; p < k; ++p) acc += double(a[i * k + p]) * b[p * n + j];
+      c[i * n + j] = static_cast<float>(acc);
+    }
+}
+
+std::vector<float> filled(int64_t count, int seed) {
+  std::vector<float> v(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) v[i] = static_cast<float>(((i * 7919 + seed * 104729) % 1000) - 500) / 500.0f;
+  return v;
+}
+
+TEST(ThreadPool, GemmsOnManyThreadsAtOnceMatchAPlainLoop) {
+  for (const auto& [m, n, k] : {std::array<int64_t, 3>{64, 256, 784}, {784, 256, 64}, {300, 45, 500}}) {
+    const auto a = filled(m * k, 1), b = filled(k * n, 2);
+    std::vector<float> want(m * n), got(m * n);
+    naive(m, n, k, a.data(), b.data(), want.data());
+    for (int rep = 0; rep < 20; ++rep) {
+      gemm<float>(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, got.data(), n);
+      for (int64_t i = 0; i < m * n; ++i) ASSERT_NEAR(got[i], want[i], 1e-3) << m << "x" << n << "x" << k << " at " << i;
+    }
+  }
+  // Many independent small GEMMs, one per chunk, on all threads at once.
+  constexpr int64_t kCount = 64, M = 24, N = 40, K = 56;
+  const auto a = filled(kCount * M * K, 3), b = filled(K * N, 4);
+  std::vector<float> want(kCount * M * N), got(kCount * M * N);
+  for (int64_t i = 0; i < kCount; ++i) naive(M, N, K, a.data() + i * M * K, b.data(), want.data() + i * M * N);
+  for (int rep = 0; rep < 50; ++rep) {
+    std::fill(got.begin(), got.end(), 0.0f);
+    parallel_chunks(kCount, [&](int64_t i) {
+      gemm<float>(false, false, M, N, K, 1.0f, a.data() + i * M * K, K, b.data(), N, 0.0f, got.data() + i * M * N, N);
+    });
+    for (int64_t i = 0; i < kCount * M * N; ++i) ASSERT_NEAR(got[i], want[i], 1e-3) << "rep " << rep << " at " << i;
+  }
+}
+
+}  // namespace
+}  // namespace ember::cpu
