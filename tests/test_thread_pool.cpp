@@ -9,6 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include <ember/ember.h>
+
 #include "backends/cpu/openblas.h"
 #include "backends/cpu/parallel.h"
 
@@ -166,3 +168,43 @@ TEST(ThreadPool, GemmsOnManyThreadsAtOnceMatchAPlainLoop) {
 
 }  // namespace
 }  // namespace ember::cpu
+
+// oneDNN's convolutions are split by batch chunks across the pool (conv_onednn.cpp), the weight and bias
+// gradients summed from per-chunk buffers: the f32 results (which go through oneDNN) must equal the f64 ones
+// (which do not) for batches that split unevenly, and be the same on every run.
+namespace ember {
+namespace {
+
+TEST(ThreadPool, ConvolutionSplitByBatchMatchesDouble) {
+  namespace F = nn::functional;
+  for (const int64_t batch : {1, 2, 13, 64}) {
+    Generator gen(static_cast<uint64_t>(batch));
+    const Tensor x64 = randn({batch, 3, 11, 9}, {.dtype = DType::f64}, &gen);
+    const Tensor w64 = randn({8, 3, 3, 3}, {.dtype = DType::f64}, &gen);
+    const Tensor b64 = randn({8}, {.dtype = DType::f64}, &gen);
+    const Tensor r64 = randn({batch, 8, 6, 5}, {.dtype = DType::f64}, &gen);
+    std::vector<std::vector<double>> first;
+    for (int run = 0; run < 2; ++run) {
+      std::vector<std::vector<double>> got[2];
+      for (const DType dt : {DType::f64, DType::f32}) {
+        Tensor x = x64.clone().to(dt), w = w64.clone().to(dt), b = b64.clone().to(dt);
+        for (Tensor* t : {&x, &w, &b}) t->requires_grad_();
+        const Tensor y = F::conv2d(x, w, b, {.stride = 2, .padding = 1});
+        (y * r64.to(dt)).sum().backward();
+        for (const Tensor& t : {y, x.grad(), w.grad(), b.grad()})
+          got[dt == DType::f32].push_back(t.to(DType::f64).contiguous().to_vector<double>());
+      }
+      for (size_t k = 0; k < got[0].size(); ++k) {
+        ASSERT_EQ(got[0][k].size(), got[1][k].size());
+        for (size_t i = 0; i < got[0][k].size(); ++i)
+          ASSERT_NEAR(got[1][k][i], got[0][k][i], 1e-4 * (1 + std::abs(got[0][k][i])))
+              << "batch " << batch << " tensor " << k << " element " << i;
+      }
+      if (run == 0) first = got[1];
+      else EXPECT_EQ(got[1], first) << "batch " << batch << ": f32 results differ between two runs";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ember

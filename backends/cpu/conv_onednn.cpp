@@ -3,6 +3,8 @@
 #if EMBER_WITH_ONEDNN
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <algorithm>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -53,17 +55,40 @@ Descs descs(const TensorArg& x, const TensorArg& w, const TensorArg& y, const Co
   return d;
 }
 
+// `slot`: the thread slot that uses the entry's scratch memories (thread_slot()). The OpenMP team size in effect
+// is part of the key too: oneDNN sizes a primitive's work split when it is created and must execute it with
+// the same number of threads.
 Key key(int kind, const TensorArg& x, const TensorArg& w, const TensorArg& y, const Conv2dParams& p, bool bias) {
+  const int64_t slot = int64_t{thread_slot()} * 4096 + OpenMpTeam::size();
   return {kind, x.shape[0], x.shape[1], x.shape[2], x.shape[3], w.shape[0], w.shape[2], w.shape[3], y.shape[2], y.shape[3],
           p.stride[0] * 1000 + p.stride[1], p.padding[0] * 1000 + p.padding[1], p.dilation[0] * 1000 + p.dilation[1],
-          p.groups, 0, bias};
+          p.groups, slot, bias};
+}
+
+// Primitives get their scratchpad from the caller (one per cache entry, so per thread slot): in the library's
+// default mode all primitives share one global scratchpad (Debian's oneDNN is not built with
+// DNNL_ENABLE_CONCURRENT_EXEC), and chunks of a batch run on several threads at once (onednn_conv2d_forward).
+dnnl::primitive_attr user_scratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+// A reorder from `from` to `to` with its own scratchpad (none for the layouts used here, but not assumed).
+void reorder(dnnl::stream& s, const memory& from, const memory& to) {
+  const dnnl::reorder::primitive_desc pd(from, to, user_scratchpad());
+  std::unordered_map<int, memory> args = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+  if (pd.scratchpad_desc().get_size() > 0) args[DNNL_ARG_SCRATCHPAD] = memory(pd.scratchpad_desc(), from.get_engine());
+  dnnl::reorder(pd).execute(s, args);
 }
 
 // A primitive and the memories in its preferred (blocked) layouts, kept with it so that no call allocates.
 struct Cached {
+  std::mutex in_use;  // held while a call uses the scratch memories
   dnnl::primitive forward;
   memory::desc src_md, weights_md, dst_md;  // the forward's chosen layouts
   memory src_mem, weights_mem, dst_mem;     // allocated when a layout differs from the plain one
+  memory scratchpad;
 };
 
 // An argument in the layout a primitive wants: when that differs from the plain (caller's) layout, a
@@ -76,17 +101,19 @@ struct Scratch {
   }
   memory in(dnnl::stream& s, const memory& plain) {
     if (!wanted) return plain;
-    dnnl::reorder(plain, wanted).execute(s, const_cast<memory&>(plain), wanted);
+    reorder(s, plain, wanted);
     return wanted;
   }
   memory out(const memory& plain) const { return wanted ? wanted : plain; }
   void back(dnnl::stream& s, const memory& plain) {
-    if (wanted) dnnl::reorder(wanted, plain).execute(s, wanted, const_cast<memory&>(plain));
+    if (wanted) reorder(s, wanted, plain);
   }
 };
 
 struct Backward {
+  std::mutex in_use;
   dnnl::primitive data, weights;
+  memory data_scratchpad, weights_scratchpad;
   Scratch data_diff_dst, data_weights, data_diff_src, w_src, w_diff_dst, w_diff_weights;
 };
 
@@ -95,7 +122,7 @@ memory::desc weights_diff_dst_desc(const Backward& c, const memory& plain) {
   return c.w_diff_dst.wanted ? c.w_diff_dst.wanted.get_desc() : plain.get_desc();
 }
 
-std::mutex g_mutex;
+std::mutex g_mutex;  // guards the two maps (their nodes never move) and the primitives' creation
 std::map<Key, Backward>& backward_cache() {
   static std::map<Key, Backward> c;
   return c;
@@ -115,25 +142,22 @@ dnnl::convolution_forward::primitive_desc forward_pd(Descs d, bool bias, bool an
                                                            d.src, d.weights, d.bias, d.dst, d.strides, d.dilates, d.pad_l, d.pad_r)
                          : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
                                                            d.src, d.weights, d.dst, d.strides, d.dilates, d.pad_l, d.pad_r);
-  return {desc, context().engine};
+  return {desc, user_scratchpad(), context().engine};
 }
 
 memory mem(const memory::desc& md, const TensorArg& a) { return memory(md, context().engine, a.data); }
 
 bool usable(const TensorArg& x) { return x.dtype == DType::f32; }
 
-}  // namespace
-
-bool onednn_available() { return true; }
-
-bool onednn_conv2d_forward(const TensorArg& x, const TensorArg& w, const TensorArg* bias, const TensorArg& y,
-                           const Conv2dParams& p) {
-  if (!usable(x)) return false;
+// One oneDNN call over the whole of x (a batch chunk when split).
+bool forward_whole(const TensorArg& x, const TensorArg& w, const TensorArg* bias, const TensorArg& y,
+                   const Conv2dParams& p) {
   try {
+    const OpenMpTeam team;  // before the primitive is created: it is made for this team size
     const Descs d = descs(x, w, y, p);
-    // One lock for the whole call: the cached scratch memories belong to one call at a time.
-    std::lock_guard lock(g_mutex);
+    std::unique_lock lock(g_mutex);
     Cached& c = cache()[key(0, x, w, y, p, bias != nullptr)];
+    const std::lock_guard using_it(c.in_use);  // the scratch memories belong to one call at a time
     auto& eng = context().engine;
     if (!c.forward) {
       const auto pd = forward_pd(d, bias != nullptr, /*any_layout=*/true);
@@ -144,18 +168,20 @@ bool onednn_conv2d_forward(const TensorArg& x, const TensorArg& w, const TensorA
       if (c.src_md != d.src) c.src_mem = memory(c.src_md, eng);
       if (c.weights_md != d.weights) c.weights_mem = memory(c.weights_md, eng);
       if (c.dst_md != d.dst) c.dst_mem = memory(c.dst_md, eng);
+      c.scratchpad = memory(pd.scratchpad_desc(), eng);
     }
-    const OpenMpTeam team;
+    lock.unlock();
     dnnl::stream s(eng);
     memory src = mem(d.src, x), weights = mem(d.weights, w), dst = mem(d.dst, y);
-    if (c.src_mem) dnnl::reorder(src, c.src_mem).execute(s, src, c.src_mem);
-    if (c.weights_mem) dnnl::reorder(weights, c.weights_mem).execute(s, weights, c.weights_mem);
+    if (c.src_mem) reorder(s, src, c.src_mem);
+    if (c.weights_mem) reorder(s, weights, c.weights_mem);
     std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, c.src_mem ? c.src_mem : src},
                                             {DNNL_ARG_WEIGHTS, c.weights_mem ? c.weights_mem : weights},
                                             {DNNL_ARG_DST, c.dst_mem ? c.dst_mem : dst}};
     if (bias != nullptr) args[DNNL_ARG_BIAS] = mem(d.bias, *bias);
+    args[DNNL_ARG_SCRATCHPAD] = c.scratchpad;
     c.forward.execute(s, args);
-    if (c.dst_mem) dnnl::reorder(c.dst_mem, dst).execute(s, c.dst_mem, dst);
+    if (c.dst_mem) reorder(s, c.dst_mem, dst);
     s.wait();
     return true;
   } catch (const dnnl::error& e) {
@@ -164,14 +190,15 @@ bool onednn_conv2d_forward(const TensorArg& x, const TensorArg& w, const TensorA
   }
 }
 
-bool onednn_conv2d_backward(const TensorArg& x, const TensorArg& w, const TensorArg& grad_y, const TensorArg* grad_x,
-                            const TensorArg* grad_w, const TensorArg* grad_bias, const Conv2dParams& p) {
-  if (!usable(x)) return false;
+bool backward_whole(const TensorArg& x, const TensorArg& w, const TensorArg& grad_y, const TensorArg* grad_x,
+                    const TensorArg* grad_w, const TensorArg* grad_bias, const Conv2dParams& p) {
   try {
+    const OpenMpTeam team;  // before the primitives are created: they are made for this team size
     const Descs d = descs(x, w, grad_y, p);
     const bool with_bias = grad_bias != nullptr;
-    std::lock_guard lock(g_mutex);
+    std::unique_lock lock(g_mutex);
     Backward& c = backward_cache()[key(1, x, w, grad_y, p, with_bias)];
+    const std::lock_guard using_it(c.in_use);
     auto& eng = context().engine;
     if (!c.data) {
       const auto fwd = forward_pd(d, with_bias, /*any_layout=*/true);
@@ -182,16 +209,18 @@ bool onednn_conv2d_backward(const TensorArg& x, const TensorArg& w, const Tensor
       const dnnl::convolution_backward_data::primitive_desc data_pd(
           dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, any.src, any.weights, any.dst,
                                                 d.strides, d.dilates, d.pad_l, d.pad_r),
-          eng, fwd);
+          user_scratchpad(), eng, fwd);
       const auto wdesc = with_bias ? dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, any.src,
                                                                               any.weights, d.bias, any.dst, d.strides,
                                                                               d.dilates, d.pad_l, d.pad_r)
                                    : dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, any.src,
                                                                               any.weights, any.dst, d.strides, d.dilates,
                                                                               d.pad_l, d.pad_r);
-      const dnnl::convolution_backward_weights::primitive_desc weights_pd(wdesc, eng, fwd);
+      const dnnl::convolution_backward_weights::primitive_desc weights_pd(wdesc, user_scratchpad(), eng, fwd);
       c.data = dnnl::convolution_backward_data(data_pd);
       c.weights = dnnl::convolution_backward_weights(weights_pd);
+      c.data_scratchpad = memory(data_pd.scratchpad_desc(), eng);
+      c.weights_scratchpad = memory(weights_pd.scratchpad_desc(), eng);
       c.data_diff_dst = Scratch(data_pd.diff_dst_desc(), d.dst, eng);
       c.data_weights = Scratch(data_pd.weights_desc(), d.weights, eng);
       c.data_diff_src = Scratch(data_pd.diff_src_desc(), d.src, eng);
@@ -199,7 +228,7 @@ bool onednn_conv2d_backward(const TensorArg& x, const TensorArg& w, const Tensor
       c.w_diff_dst = Scratch(weights_pd.diff_dst_desc(), d.dst, eng);
       c.w_diff_weights = Scratch(weights_pd.diff_weights_desc(), d.weights, eng);
     }
-    const OpenMpTeam team;
+    lock.unlock();
     dnnl::stream s(eng);
     const memory gy = mem(d.dst, grad_y);
     memory gy_data;  // grad_y in the data primitive's layout, reused by the weights primitive when equal
@@ -208,7 +237,8 @@ bool onednn_conv2d_backward(const TensorArg& x, const TensorArg& w, const Tensor
       gy_data = c.data_diff_dst.in(s, gy);
       c.data.execute(s, {{DNNL_ARG_DIFF_DST, gy_data},
                          {DNNL_ARG_WEIGHTS, c.data_weights.in(s, mem(d.weights, w))},
-                         {DNNL_ARG_DIFF_SRC, c.data_diff_src.out(gx)}});
+                         {DNNL_ARG_DIFF_SRC, c.data_diff_src.out(gx)},
+                         {DNNL_ARG_SCRATCHPAD, c.data_scratchpad}});
       c.data_diff_src.back(s, gx);
     }
     if (grad_w != nullptr || with_bias) {
@@ -223,6 +253,7 @@ bool onednn_conv2d_backward(const TensorArg& x, const TensorArg& w, const Tensor
                                                                       : c.w_diff_dst.in(s, gy)},
                                               {DNNL_ARG_DIFF_WEIGHTS, c.w_diff_weights.out(gw)}};
       if (with_bias) args[DNNL_ARG_DIFF_BIAS] = mem(d.bias, *grad_bias);
+      args[DNNL_ARG_SCRATCHPAD] = c.weights_scratchpad;
       c.weights.execute(s, args);
       c.w_diff_weights.back(s, gw);
     }
@@ -232,6 +263,85 @@ bool onednn_conv2d_backward(const TensorArg& x, const TensorArg& w, const Tensor
     logger().debug("conv2d backward: oneDNN declined ({}); using im2col + GEMM", e.what());
     return false;
   }
+}
+
+// Batch chunks a call is split into across Ember's pool, each one single-threaded oneDNN call (an OpenMpTeam
+// inside a region is one thread): oneDNN's OpenMP regions would otherwise wait at their end for every thread,
+// a descheduled one included (parallel.h). One chunk (a batch of one, one thread, a nested call): one call
+// with oneDNN's own threading.
+int64_t batch_chunks(int64_t n) {
+  if (n < 2 || !can_parallelize()) return 1;
+  return std::min<int64_t>(n, int64_t{num_threads()} * pool_detail::kChunksPerThread);
+}
+
+// Images [n0, n0 + count) of a batch-major operand.
+TensorArg batch_slice(const TensorArg& t, int64_t n0, int64_t count) {
+  TensorArg s = t;
+  s.shape[0] = count;
+  s.data = t.ptr<float>() + n0 * t.strides[0];
+  return s;
+}
+
+struct Split {
+  int64_t chunks, size;
+  Split(int64_t n, int64_t want) : chunks(0), size((n + want - 1) / want) { chunks = (n + size - 1) / size; }
+  int64_t begin(int64_t c) const { return c * size; }
+  int64_t count(int64_t c, int64_t n) const { return std::min(size, n - c * size); }
+};
+
+}  // namespace
+
+bool onednn_available() { return true; }
+
+bool onednn_conv2d_forward(const TensorArg& x, const TensorArg& w, const TensorArg* bias, const TensorArg& y,
+                           const Conv2dParams& p) {
+  if (!usable(x)) return false;
+  const int64_t N = x.shape[0];
+  const Split split(N, batch_chunks(N));
+  if (split.chunks < 2) return forward_whole(x, w, bias, y, p);
+  std::atomic<bool> ok{true};
+  parallel_chunks(split.chunks, [&](int64_t c) {
+    const int64_t n0 = split.begin(c), count = split.count(c, N);
+    if (!forward_whole(batch_slice(x, n0, count), w, bias, batch_slice(y, n0, count), p)) ok = false;
+  });
+  return ok;
+}
+
+bool onednn_conv2d_backward(const TensorArg& x, const TensorArg& w, const TensorArg& grad_y, const TensorArg* grad_x,
+                            const TensorArg* grad_w, const TensorArg* grad_bias, const Conv2dParams& p) {
+  if (!usable(x)) return false;
+  const int64_t N = x.shape[0];
+  const Split split(N, batch_chunks(N));
+  if (split.chunks < 2) return backward_whole(x, w, grad_y, grad_x, grad_w, grad_bias, p);
+  // Each chunk's weight and bias gradients go to a buffer of its own, summed in chunk order afterwards: the
+  // result does not depend on which thread ran which chunk.
+  const int64_t wn = grad_w != nullptr ? grad_w->numel() : 0, bn = grad_bias != nullptr ? grad_bias->numel() : 0;
+  thread_local std::vector<float> buffer;  // grows to the largest need, then no allocation per call
+  buffer.resize(static_cast<size_t>(split.chunks * (wn + bn)));
+  float* const partial = buffer.data();  // (a thread_local named in the lambdas would be each thread's own)
+  std::atomic<bool> ok{true};
+  parallel_chunks(split.chunks, [&](int64_t c) {
+    const int64_t n0 = split.begin(c), count = split.count(c, N);
+    const TensorArg xc = batch_slice(x, n0, count), gyc = batch_slice(grad_y, n0, count);
+    TensorArg gxc, gwc, gbc;
+    if (grad_x != nullptr) gxc = batch_slice(*grad_x, n0, count);
+    if (grad_w != nullptr) (gwc = *grad_w).data = partial + c * (wn + bn);
+    if (grad_bias != nullptr) (gbc = *grad_bias).data = partial + c * (wn + bn) + wn;
+    if (!backward_whole(xc, w, gyc, grad_x != nullptr ? &gxc : nullptr, grad_w != nullptr ? &gwc : nullptr,
+                        grad_bias != nullptr ? &gbc : nullptr, p))
+      ok = false;
+  });
+  if (!ok) return false;
+  float* const gw = ptr_or_null<float>(grad_w);
+  float* const gb = ptr_or_null<float>(grad_bias);
+  parallel_for(wn + bn, kGrainSize, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      float acc = 0;
+      for (int64_t c = 0; c < split.chunks; ++c) acc += partial[c * (wn + bn) + i];
+      (i < wn ? gw[i] : gb[i - wn]) = acc;
+    }
+  });
+  return true;
 }
 
 }  // namespace ember::cpu

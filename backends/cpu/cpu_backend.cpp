@@ -37,6 +37,7 @@ OpenMpTeam::OpenMpTeam() : previous_(omp_get_max_threads()) {
   omp_set_num_threads(can_parallelize() ? num_threads() : 1);
 }
 OpenMpTeam::~OpenMpTeam() { omp_set_num_threads(previous_); }
+int OpenMpTeam::size() { return omp_get_max_threads(); }
 
 void enable_flush_denormal_on_this_thread() {
   thread_local bool done = false;

@@ -48,6 +48,7 @@ class OpenMpTeam {
  public:
   OpenMpTeam();
   ~OpenMpTeam();
+  static int size();  // the calling thread's OpenMP team size now (omp_get_max_threads)
   OpenMpTeam(const OpenMpTeam&) = delete;
   OpenMpTeam& operator=(const OpenMpTeam&) = delete;
 
