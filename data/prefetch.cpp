@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "backends/cpu/parallel.h"
+
 namespace ember::data {
 
 void rethrow_batch_error(std::exception_ptr error, int64_t batch, int64_t epoch, int worker) {
@@ -33,6 +35,9 @@ PrefetchRun::~PrefetchRun() {
 }
 
 void PrefetchRun::work(int worker) {
+  // A worker's ops (decoding, transforms, collation) run on the worker alone: the CPU pool belongs to the
+  // training thread, which a worker's region would otherwise take from it.
+  const cpu::SerialThisThread serial;
   while (true) {
     int64_t batch = 0;
     {

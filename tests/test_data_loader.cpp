@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "backends/cpu/parallel.h"
 #include "data_test_util.h"
 
 using namespace ember;
@@ -174,6 +175,23 @@ TEST(DataLoader, ResumeSeesTheBatchesAnUninterruptedRunSees) {
   EXPECT_EQ(run_epoch(replay), a1);
   EXPECT_EQ(run_epoch(replay), a2);
   EXPECT_NE(a0, a1);
+}
+
+// Workers run their ops serially: the CPU pool is the training thread's (backends/cpu/parallel.h).
+struct RecordsParallelism : Faulty {
+  mutable std::atomic<int> parallel_calls{0};
+  void get_batch(std::span<const int64_t> idx, const Tensor& in, const Tensor& tg) const override {
+    if (cpu::can_parallelize()) ++parallel_calls;
+    Faulty::get_batch(idx, in, tg);
+  }
+};
+
+TEST(DataLoader, WorkersDoNotTakeTheThreadPool) {
+  auto ds = std::make_shared<RecordsParallelism>();
+  data::DataLoader loader(ds, {.batch_size = 8, .num_workers = 2});
+  for (auto& batch : loader) (void)batch;
+  EXPECT_GT(ds->calls.load(), 0);
+  EXPECT_EQ(ds->parallel_calls.load(), 0);
 }
 
 TEST(DataLoader, LoadStateRejectsForeignPositions) {
