@@ -74,40 +74,53 @@ dnnl::primitive_attr user_scratchpad() {
   return attr;
 }
 
-// A reorder from `from` to `to` with its own scratchpad (none for the layouts used here, but not assumed).
-void reorder(dnnl::stream& s, const memory& from, const memory& to) {
-  const dnnl::reorder::primitive_desc pd(from, to, user_scratchpad());
-  std::unordered_map<int, memory> args = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
-  if (pd.scratchpad_desc().get_size() > 0) args[DNNL_ARG_SCRATCHPAD] = memory(pd.scratchpad_desc(), from.get_engine());
-  dnnl::reorder(pd).execute(s, args);
-}
-
-// A primitive and the memories in its preferred (blocked) layouts, kept with it so that no call allocates.
-struct Cached {
-  std::mutex in_use;  // held while a call uses the scratch memories
-  dnnl::primitive forward;
-  memory::desc src_md, weights_md, dst_md;  // the forward's chosen layouts
-  memory src_mem, weights_mem, dst_mem;     // allocated when a layout differs from the plain one
-  memory scratchpad;
+// A reorder between two layouts, created once (with its scratchpad) and run on any memories of those layouts.
+struct Reorder {
+  dnnl::primitive prim;
+  memory scratchpad;  // null when the reorder needs none
+  Reorder() = default;
+  Reorder(const memory::desc& from, const memory::desc& to, const dnnl::engine& eng) {
+    const dnnl::reorder::primitive_desc pd(eng, from, eng, to, user_scratchpad());
+    prim = dnnl::reorder(pd);
+    if (pd.scratchpad_desc().get_size() > 0) scratchpad = memory(pd.scratchpad_desc(), eng);
+  }
+  void run(dnnl::stream& s, const memory& from, const memory& to) const {
+    std::unordered_map<int, memory> args = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+    if (scratchpad) args[DNNL_ARG_SCRATCHPAD] = scratchpad;
+    prim.execute(s, args);
+  }
 };
 
 // An argument in the layout a primitive wants: when that differs from the plain (caller's) layout, a
-// cached buffer in the wanted layout, filled (in) or emptied (back) by a reorder.
+// cached buffer in the wanted layout, filled (in) or emptied (back) by a cached reorder.
 struct Scratch {
   memory wanted;  // null when the plain layout is what the primitive wants
+  Reorder to_wanted, to_plain;
   Scratch() = default;
   Scratch(const memory::desc& want, const memory::desc& plain, const dnnl::engine& eng) {
-    if (want != plain) wanted = memory(want, eng);
+    if (want == plain) return;
+    wanted = memory(want, eng);
+    to_wanted = Reorder(plain, want, eng);
+    to_plain = Reorder(want, plain, eng);
   }
-  memory in(dnnl::stream& s, const memory& plain) {
+  memory in(dnnl::stream& s, const memory& plain) const {
     if (!wanted) return plain;
-    reorder(s, plain, wanted);
+    to_wanted.run(s, plain, wanted);
     return wanted;
   }
   memory out(const memory& plain) const { return wanted ? wanted : plain; }
-  void back(dnnl::stream& s, const memory& plain) {
-    if (wanted) reorder(s, wanted, plain);
+  void back(dnnl::stream& s, const memory& plain) const {
+    if (wanted) to_plain.run(s, wanted, plain);
   }
+};
+
+// A forward primitive and its arguments in its preferred (blocked) layouts, kept with it so that no call
+// allocates.
+struct Cached {
+  std::mutex in_use;  // held while a call uses the scratch memories
+  dnnl::primitive forward;
+  Scratch src, weights, dst;
+  memory scratchpad;
 };
 
 struct Backward {
@@ -162,26 +175,21 @@ bool forward_whole(const TensorArg& x, const TensorArg& w, const TensorArg* bias
     if (!c.forward) {
       const auto pd = forward_pd(d, bias != nullptr, /*any_layout=*/true);
       c.forward = dnnl::convolution_forward(pd);
-      c.src_md = pd.src_desc();
-      c.weights_md = pd.weights_desc();
-      c.dst_md = pd.dst_desc();
-      if (c.src_md != d.src) c.src_mem = memory(c.src_md, eng);
-      if (c.weights_md != d.weights) c.weights_mem = memory(c.weights_md, eng);
-      if (c.dst_md != d.dst) c.dst_mem = memory(c.dst_md, eng);
+      c.src = Scratch(pd.src_desc(), d.src, eng);
+      c.weights = Scratch(pd.weights_desc(), d.weights, eng);
+      c.dst = Scratch(pd.dst_desc(), d.dst, eng);
       c.scratchpad = memory(pd.scratchpad_desc(), eng);
     }
     lock.unlock();
     dnnl::stream s(eng);
-    memory src = mem(d.src, x), weights = mem(d.weights, w), dst = mem(d.dst, y);
-    if (c.src_mem) reorder(s, src, c.src_mem);
-    if (c.weights_mem) reorder(s, weights, c.weights_mem);
-    std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, c.src_mem ? c.src_mem : src},
-                                            {DNNL_ARG_WEIGHTS, c.weights_mem ? c.weights_mem : weights},
-                                            {DNNL_ARG_DST, c.dst_mem ? c.dst_mem : dst}};
+    const memory dst = mem(d.dst, y);
+    std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, c.src.in(s, mem(d.src, x))},
+                                            {DNNL_ARG_WEIGHTS, c.weights.in(s, mem(d.weights, w))},
+                                            {DNNL_ARG_DST, c.dst.out(dst)},
+                                            {DNNL_ARG_SCRATCHPAD, c.scratchpad}};
     if (bias != nullptr) args[DNNL_ARG_BIAS] = mem(d.bias, *bias);
-    args[DNNL_ARG_SCRATCHPAD] = c.scratchpad;
     c.forward.execute(s, args);
-    if (c.dst_mem) reorder(s, c.dst_mem, dst);
+    c.dst.back(s, dst);
     s.wait();
     return true;
   } catch (const dnnl::error& e) {
