@@ -25,18 +25,26 @@ void bn_forward(const TensorArg& x, const TensorArg* weight, const TensorArg* bi
     for (int64_t c = begin; c < end; ++c) {
       double mean, invstd;
       if (training) {
+        // Each (n, c) row summed in T with a vectorised reduction, the rows in double: float rows of a few
+        // thousand values keep ~1e-6 relative accuracy (as PyTorch's float accumulation), at twice the
+        // speed of converting every element to double.
         double sum = 0;
         for (int64_t n = 0; n < N; ++n) {
           const T* p = x.ptr<T>() + (n * C + c) * S;
-#pragma omp simd reduction(+ : sum)
-          for (int64_t s = 0; s < S; ++s) sum += p[s];
+          T acc = 0;
+#pragma omp simd reduction(+ : acc)
+          for (int64_t s = 0; s < S; ++s) acc += p[s];
+          sum += acc;
         }
         mean = sum / count;
+        const T mean_t = static_cast<T>(mean);
         double sq = 0;
         for (int64_t n = 0; n < N; ++n) {
           const T* p = x.ptr<T>() + (n * C + c) * S;
-#pragma omp simd reduction(+ : sq)
-          for (int64_t s = 0; s < S; ++s) sq += nn_math::norm_sq_dev(p[s], mean);
+          T acc = 0;
+#pragma omp simd reduction(+ : acc)
+          for (int64_t s = 0; s < S; ++s) acc += (p[s] - mean_t) * (p[s] - mean_t);
+          sq += acc;
         }
         invstd = nn_math::norm_invstd(sq / count, eps);
         if (rm != nullptr) rm[c] = nn_math::norm_running_update(rm[c], momentum, mean);
@@ -67,28 +75,36 @@ void bn_backward(const TensorArg& gy, const TensorArg& x, const TensorArg* weigh
   parallel_for(C, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, count)), [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) {
       const double mean = save_mean.ptr<T>()[c], invstd = save_invstd.ptr<T>()[c];
-      double sum_g = 0, sum_g_xhat = 0;
+      const T mean_t = static_cast<T>(mean);
+      // Σg and Σg·(x - mean) per row in T (vectorised), the rows in double, as in the forward.
+      double sum_g = 0, sum_g_dev = 0;
       for (int64_t n = 0; n < N; ++n) {
         const T* g = gy.ptr<T>() + (n * C + c) * S;
         const T* p = x.ptr<T>() + (n * C + c) * S;
-#pragma omp simd reduction(+ : sum_g, sum_g_xhat)
+        T acc_g = 0, acc_gd = 0;
+#pragma omp simd reduction(+ : acc_g, acc_gd)
         for (int64_t s = 0; s < S; ++s) {
-          sum_g += g[s];
-          sum_g_xhat += g[s] * nn_math::norm_xhat(p[s], mean, invstd);
+          acc_g += g[s];
+          acc_gd += g[s] * (p[s] - mean_t);
         }
+        sum_g += acc_g;
+        sum_g_dev += acc_gd;
       }
+      const double sum_g_xhat = sum_g_dev * invstd;
       if (gw != nullptr) gw->ptr<T>()[c] = static_cast<T>(sum_g_xhat);
       if (gb != nullptr) gb->ptr<T>()[c] = static_cast<T>(sum_g);
       if (gx == nullptr) continue;
       const nn_math::NormGrad coef =
           nn_math::batch_norm_grad(invstd, w ? w[c] : 1.0, sum_g, sum_g_xhat, count, training);
+      // gx = k·(g - mean_g - x̂·mean_gx̂) = k·g + (-k·invstd·mean_gx̂)·(x - mean) - k·mean_g, per element in T.
+      const T a = static_cast<T>(coef.k), b = static_cast<T>(-coef.k * invstd * coef.mean_gxhat),
+              shift = static_cast<T>(-coef.k * coef.mean_g);
       for (int64_t n = 0; n < N; ++n) {
         const T* g = gy.ptr<T>() + (n * C + c) * S;
         const T* p = x.ptr<T>() + (n * C + c) * S;
         T* out = gx->ptr<T>() + (n * C + c) * S;
 #pragma omp simd
-        for (int64_t s = 0; s < S; ++s)
-          out[s] = static_cast<T>(nn_math::norm_grad_input(coef, g[s], nn_math::norm_xhat(p[s], mean, invstd)));
+        for (int64_t s = 0; s < S; ++s) out[s] = a * g[s] + b * (p[s] - mean_t) + shift;
       }
     }
   });
