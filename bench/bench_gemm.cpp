@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <functional>
 #include <random>
 #include <string>
@@ -150,8 +151,20 @@ void check(const std::string& lib, const Shape& s, const Gemm& gemm, const float
     }
 }
 
-// Seconds per call: repeat batches of calls for ~`ms` ms each, five times; the median batch.
-double time_calls(const std::function<void()>& call, double ms) {
+// Seconds per call, wall-clock and process CPU time: batches of calls of ~`ms` / 5 each, five times; the
+// medians. With one thread the CPU time is what the call costs when the process is not descheduled (on a
+// shared machine the wall time also counts the other processes' time slices).
+struct Timing {
+  double wall, cpu;
+};
+
+double cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
+Timing time_calls(const std::function<void()>& call, double ms) {
   using Clock = std::chrono::steady_clock;
   for (int i = 0; i < 3; ++i) call();
   int reps = 1;
@@ -162,14 +175,17 @@ double time_calls(const std::function<void()>& call, double ms) {
     if (s * 1e3 > ms / 5 || reps > (1 << 24)) break;
     reps *= 2;
   }
-  std::vector<double> t;
+  std::vector<double> wall, cpu;
   for (int r = 0; r < 5; ++r) {
+    const double c0 = cpu_seconds();
     const auto t0 = Clock::now();
     for (int i = 0; i < reps; ++i) call();
-    t.push_back(std::chrono::duration<double>(Clock::now() - t0).count() / reps);
+    wall.push_back(std::chrono::duration<double>(Clock::now() - t0).count() / reps);
+    cpu.push_back((cpu_seconds() - c0) / reps);
   }
-  std::sort(t.begin(), t.end());
-  return t[2];
+  std::sort(wall.begin(), wall.end());
+  std::sort(cpu.begin(), cpu.end());
+  return {wall[2], cpu[2]};
 }
 
 }  // namespace
@@ -244,20 +260,20 @@ int main(int argc, char** argv) {
         continue;
       }
       check(lib_desc, s, calls[i], as[i].data(), bs[i].data(), cs[i].data());
-      const double sec = time_calls([&] { calls[i](as[i].data(), bs[i].data(), cs[i].data()); }, ms);
+      const Timing t = time_calls([&] { calls[i](as[i].data(), bs[i].data(), cs[i].data()); }, ms);
       std::printf("{\"lib\": \"%s\", \"threads\": %d, \"batch\": %d, \"gemm\": \"%s\", \"m\": %d, \"n\": %d, \"k\": %d, "
-                  "\"ta\": %d, \"tb\": %d, \"us\": %.3f, \"gflops\": %.2f}\n",
-                  lib_desc.c_str(), threads, B, s.name.c_str(), s.m, s.n, s.k, s.ta, s.tb, sec * 1e6,
-                  s.flops() / sec / 1e9);
+                  "\"ta\": %d, \"tb\": %d, \"us\": %.3f, \"cpu_us\": %.3f, \"gflops\": %.2f}\n",
+                  lib_desc.c_str(), threads, B, s.name.c_str(), s.m, s.n, s.k, s.ta, s.tb, t.wall * 1e6, t.cpu * 1e6,
+                  s.flops() / t.wall / 1e9);
       std::fflush(stdout);
     }
     if (complete) {  // one step's GEMMs back to back, as the training step issues them
-      const double sec = time_calls([&] {
+      const Timing t = time_calls([&] {
         for (size_t i = 0; i < calls.size(); ++i) calls[i](as[i].data(), bs[i].data(), cs[i].data());
       }, ms * 2);
       std::printf("{\"lib\": \"%s\", \"threads\": %d, \"batch\": %d, \"gemm\": \"step\", \"flops\": %.0f, \"us\": %.3f, "
-                  "\"gflops\": %.2f}\n",
-                  lib_desc.c_str(), threads, B, step_flops, sec * 1e6, step_flops / sec / 1e9);
+                  "\"cpu_us\": %.3f, \"gflops\": %.2f}\n",
+                  lib_desc.c_str(), threads, B, step_flops, t.wall * 1e6, t.cpu * 1e6, step_flops / t.wall / 1e9);
     }
   }
 }

@@ -31,6 +31,9 @@ def main():
     ap.add_argument("--isa", choices=["native", "avx2"], default="native")
     ap.add_argument("--batch", default="64,256")
     ap.add_argument("--ms", default="30", help="time per measurement batch inside bench_gemm (ms)")
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                    help="time to report: wall-clock, or (1 thread only) the process's CPU time, which leaves out "
+                         "other processes' time slices on a shared machine")
     ap.add_argument("--json", help="where to write the raw lines")
     a = ap.parse_args()
     if not os.path.exists(a.binary):
@@ -54,8 +57,11 @@ def main():
         libs.append(("blis", {"BLIS_ARCH_TYPE": "0"}))
     libs.append(("libxsmm", {}))
     threads = [int(t) for t in a.threads.split(",")]
+    if a.clock == "cpu" and threads != [1]:
+        sys.exit("error: --clock cpu needs --threads 1 (with more threads CPU time counts every thread's spinning)")
+    key = "cpu_us" if a.clock == "cpu" else "us"
 
-    print(f"CPU: {cpu}; ISA: {a.isa}; {a.rounds} rounds; load average {open('/proc/loadavg').read().split()[0]} at "
+    print(f"CPU: {cpu}; ISA: {a.isa}; clock: {a.clock}; {a.rounds} rounds; load average {open('/proc/loadavg').read().split()[0]} at "
           f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')}", flush=True)
     lines = []
     for r in range(a.rounds):
@@ -85,11 +91,11 @@ def main():
             libs_t = [n for n in names if any(d["lib"] == n for d in sel)]
             us = {}
             for d in sel:
-                if "us" in d:
-                    us.setdefault((d["gemm"], d["lib"]), []).append(d["us"])
+                if key in d:
+                    us.setdefault((d["gemm"], d["lib"]), []).append(d[key])
             shapes = list(dict.fromkeys(d["gemm"] for d in sel if d["gemm"] != "step"))
-            print(f"\n### batch {B}, {t} thread{'s' if t > 1 else ''}: GFLOP/s (median of {a.rounds} rounds; "
-                  f"fastest in bold)\n")
+            print(f"\n### batch {B}, {t} thread{'s' if t > 1 else ''}: GFLOP/s (median of {a.rounds} rounds, {a.clock} "
+                  f"time; fastest in bold)\n")
             print("| GEMM (row-major, as Ember calls it) | " + " | ".join(libs_t) + " |")
             print("| --- |" + " --- |" * len(libs_t))
             best_total, flops_total = 0.0, 0.0
@@ -109,7 +115,7 @@ def main():
                     cells.append(f"**{c}**" if n == fastest else c)
                 op = f"{'Aᵀ' if d0['ta'] else 'A'}·{'Bᵀ' if d0['tb'] else 'B'}"
                 print(f"| {g}: {d0['m']}×{d0['n']}×{d0['k']} ({op}) | " + " | ".join(cells) + " |")
-            step = {n: statistics.median([d["us"] for d in sel if d["gemm"] == "step" and d["lib"] == n])
+            step = {n: statistics.median([d[key] for d in sel if d["gemm"] == "step" and d["lib"] == n])
                     for n in libs_t if any(d["gemm"] == "step" and d["lib"] == n for d in sel)}
             print("| one step's GEMMs back to back | " + " | ".join(
                 f"{flops_total / step[n] / 1e3:.0f} ({step[n]:.0f} µs)" if n in step else "—" for n in libs_t) + " |")

@@ -118,10 +118,10 @@ class Runner:
     def __init__(self, bindir, data):
         self.bindir, self.data = bindir, data
 
-    def run(self, binary, args, threads, env, steps, warmup):
+    def run(self, binary, args, threads, env, steps, warmup, max_seconds):
         """Runs one program; returns its JSON line plus the parent's measurements, or raises RuntimeError."""
         cmd = [os.path.join(self.bindir, binary), *args, "--threads", str(threads), "--steps", str(steps),
-               "--warmup", str(warmup), "--data", self.data]
+               "--warmup", str(warmup), "--max-seconds", str(max_seconds), "--data", self.data]
         with tempfile.TemporaryFile() as err:
             t0 = time.time_ns()  # just before the fork + exec
             p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=err)
@@ -162,6 +162,8 @@ def main():
     ap.add_argument("--threads", default="1,2", help="thread counts, comma-separated (default 1,2)")
     ap.add_argument("--load", type=int, default=0, help="N busy-loop processes competing throughout (default 0)")
     ap.add_argument("--workloads", default=",".join(WORKLOADS), help=f"subset of {','.join(WORKLOADS)}")
+    ap.add_argument("--max-seconds", type=float, default=4.0,
+                    help="timed steps stop after this long (default 4 s; calibration runs a third of it)")
     ap.add_argument("--calibration-rounds", type=int, default=2, help="short runs per LibTorch candidate (default 2)")
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist", help="Fashion-MNIST IDX .gz directory")
     ap.add_argument("--json", help="where to write all raw results")
@@ -238,7 +240,8 @@ def main():
                     if c["error"]:
                         continue
                     try:
-                        r = runner.run("vs_torch_train", args, t, c["env"], max(steps // 3, 5), max(warmup // 3, 2))
+                        r = runner.run("vs_torch_train", args, t, c["env"], max(steps // 3, 5), max(warmup // 3, 2),
+                                       a.max_seconds / 3)
                         c["speeds"].append(speed(r, w))
                     except RuntimeError as e:
                         c["error"] = str(e)
@@ -267,8 +270,8 @@ def main():
             for i in range(a.pairs):
                 rnd = {}
                 for t in threads:
-                    e = runner.run("vs_ember_train", args, t, ember_env, steps, warmup)
-                    to = runner.run("vs_torch_train", args, t, best[(w, t)], steps, warmup)
+                    e = runner.run("vs_ember_train", args, t, ember_env, steps, warmup, a.max_seconds)
+                    to = runner.run("vs_torch_train", args, t, best[(w, t)], steps, warmup, a.max_seconds)
                     rnd[t] = (e, to)
                     results["runs"] += [{"workload": w, "round": i, **e}, {"workload": w, "round": i, **to}]
                     print(f"{w} round {i + 1}, {t} thread(s): Ember {fmt_speed(e, w)} (loss {e['mean_loss']:.3f}), "

@@ -34,6 +34,7 @@ struct Options {
   std::string zero_grad = "none";  // none (set to none: both sides) or zero (zeroed in place: both sides)
   std::string data = "/usr/share/datasets/fashion-mnist";  // Debian's dataset-fashion-mnist
   int batch = 64, steps = 300, warmup = 30, threads = 2;
+  double max_seconds = 0;  // > 0: stop the timed steps early once they took this long (a loaded machine)
   uint64_t seed = 0;
 };
 
@@ -57,8 +58,9 @@ inline Options parse(int argc, char** argv) {
     else if (k == "--warmup") o.warmup = std::stoi(v);
     else if (k == "--threads") o.threads = std::stoi(v);
     else if (k == "--seed") o.seed = std::stoull(v);
+    else if (k == "--max-seconds") o.max_seconds = std::stod(v);
     else fail("unknown option " + k + " (known: --model --optimizer --zero-grad --data --batch --steps --warmup "
-              "--threads --seed)");
+              "--threads --seed --max-seconds)");
   }
   if (o.model != "mlp" && o.model != "cnn" && o.model != "tiny") fail("--model must be mlp, cnn or tiny, got " + o.model);
   if (o.optimizer != "sgd" && o.optimizer != "adam") fail("--optimizer must be sgd or adam, got " + o.optimizer);
@@ -180,8 +182,8 @@ inline double peak_rss_mib() {
   return static_cast<double>(u.ru_maxrss) / 1024.0;
 }
 
-// Runs step() warmup + steps times (step returns the loss it read back); prints one JSON line:
-// samples/s over the timed steps, the median step, the wall-clock (CLOCK_REALTIME ns) at main's entry, when
+// Runs step() warmup + steps times (step returns the loss it read back; the timed steps stop early after
+// --max-seconds); prints one JSON line: the timed steps and samples/s over them, the median step, the wall-clock (CLOCK_REALTIME ns) at main's entry, when
 // the data was ready and when the first step was done, peak RSS so far, the mean loss of the timed steps.
 template <typename Step>
 void run(const char* name, const Options& o, int64_t main_ns, int64_t data_ns, Step&& step) {
@@ -195,18 +197,21 @@ void run(const char* name, const Options& o, int64_t main_ns, int64_t data_ns, S
   for (int i = 0; i < o.steps; ++i) {
     const auto t0 = Clock::now();
     loss = step();
-    us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+    const auto t1 = Clock::now();
+    us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
     loss_sum += loss;
+    if (o.max_seconds > 0 && std::chrono::duration<double>(t1 - start).count() > o.max_seconds) break;
   }
+  const int done = static_cast<int>(us.size());
   const double total = std::chrono::duration<double>(Clock::now() - start).count();
   std::sort(us.begin(), us.end());
   std::printf("{\"framework\": \"%s\", \"model\": \"%s\", \"optimizer\": \"%s\", \"batch\": %d, \"threads\": %d, "
-              "\"zero_grad\": \"%s\", \"samples_per_sec\": %.1f, \"us_per_step_median\": %.2f, "
+              "\"zero_grad\": \"%s\", \"steps\": %d, \"samples_per_sec\": %.1f, \"us_per_step_median\": %.2f, "
               "\"main_ns\": %lld, \"data_ns\": %lld, \"first_step_ns\": %lld, \"peak_rss_mib\": %.1f, "
               "\"mean_loss\": %.5f, \"last_loss\": %.5f}\n",
-              name, o.model.c_str(), o.optimizer.c_str(), o.batch, o.threads, o.zero_grad.c_str(),
-              o.steps * o.batch / total, us[us.size() / 2], static_cast<long long>(main_ns),
-              static_cast<long long>(data_ns), static_cast<long long>(first_ns), peak_rss_mib(), loss_sum / o.steps,
+              name, o.model.c_str(), o.optimizer.c_str(), o.batch, o.threads, o.zero_grad.c_str(), done,
+              double(done) * o.batch / total, us[us.size() / 2], static_cast<long long>(main_ns),
+              static_cast<long long>(data_ns), static_cast<long long>(first_ns), peak_rss_mib(), loss_sum / done,
               loss);
   std::fflush(stdout);
 }
