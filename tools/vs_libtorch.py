@@ -283,6 +283,8 @@ def main():
                 row[f"ratio_{t}"] = [speed(r[t][0], w) / speed(r[t][1], w) for r in rounds]
                 row[f"ember_{t}"] = [speed(r[t][0], w) for r in rounds]
                 row[f"torch_{t}"] = [speed(r[t][1], w) for r in rounds]
+                row[f"ember_step_us_{t}"] = [r[t][0]["us_per_step_median"] for r in rounds]
+                row[f"torch_step_us_{t}"] = [r[t][1]["us_per_step_median"] for r in rounds]
             if 1 in threads and len(threads) > 1:
                 hi = max(threads)
                 row["ember_scaling"] = [speed(r[hi][0], w) / speed(r[1][0], w) for r in rounds]
@@ -313,11 +315,13 @@ def main():
         if "ember_scaling" in row:
             cells += [spread(row["ember_scaling"]), spread(row["torch_scaling"])]
         print(f"| {row['title']} | " + " | ".join(cells) + " |")
-    print("\nAbsolute speeds, median (samples/s; tiny: steps/s):")
+    print("\nAbsolute speeds, median (samples/s; tiny: steps/s), and the median step time (µs), which a loaded "
+          "machine's time slices disturb less:")
     for row in table:
         print(f"  {row['workload']}: " + "; ".join(
             f"{t}T Ember {statistics.median(row[f'ember_{t}']):.0f}, LibTorch {statistics.median(row[f'torch_{t}']):.0f}"
-            for t in threads))
+            f" (steps {statistics.median(row[f'ember_step_us_{t}']):.0f} vs "
+            f"{statistics.median(row[f'torch_step_us_{t}']):.0f} µs)" for t in threads))
     for row in table:
         if "exec_to_first_step_s" in row:
             e, t = row["exec_to_first_step_s"], row["data_load_s"]
