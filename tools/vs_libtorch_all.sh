@@ -3,7 +3,7 @@
 # and the AVX2-emulation trees, runs tools/vs_libtorch.py quiet and with --load 1 in both modes, then
 # tools/gemm_table.py natively and limited to AVX2. Logs and raw JSON go to $OUT (default runs/vs_libtorch).
 #   tools/vs_libtorch_all.sh [extra vs_libtorch.py options, e.g. --pairs 3]
-# About 40 minutes on 2 busy cores (less on a quiet machine); needs libtorch-dev and dataset-fashion-mnist.
+# About an hour on 2 busy cores (much less on a quiet machine); needs libtorch-dev and dataset-fashion-mnist.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-runs/vs_libtorch}
