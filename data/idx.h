@@ -5,6 +5,7 @@
 // values (big-endian, row-major). Files may be gzip-compressed (detected from the content, not the name).
 // The parser never trusts the header: the magic, type, dims and the data size are all checked, and
 // every problem is an ember::Error naming the file and what is wrong — never a crash (fuzz/fuzz_idx.cpp).
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -67,13 +68,21 @@ class IdxDataset : public Dataset {
   ExampleSpec spec() const override { return {example_shape_, DType::f32, Shape{}, DType::i64}; }
   // Converts bytes straight into the batch rows: no allocation per example.
   void get_batch(std::span<const int64_t> indices, const Tensor& input, const Tensor& target) const override;
+  // The images stay bytes in memory (1 byte per pixel); byte b reads as b / 255 (b with scale false).
+  bool has_byte_inputs() const override { return true; }
+  float byte_value(uint8_t b) const override { return values_[b]; }
+  void get_batch_bytes(std::span<const int64_t> indices, std::span<const float> table, const Tensor& input,
+                       const Tensor& target) const override;
 
   // Largest label + 1 (0 for an empty dataset).
   int64_t num_classes() const { return num_classes_; }
   const std::vector<int64_t>& labels() const { return labels_; }
 
  private:
-  void convert_row(int64_t index, float* out) const;
+  // Rows indices[b] into input (f32 [B, row_]) through `table` (256 values per channel, `table_channels`
+  // of them: 1 for all channels alike), labels into target (i64 [B]). `op` names the caller in errors.
+  void write_rows(std::span<const int64_t> indices, const float* table, int64_t table_channels, const Tensor& input,
+                  const Tensor& target, const char* op) const;
 
   IdxArray images_;
   std::vector<int64_t> labels_;
@@ -81,7 +90,7 @@ class IdxDataset : public Dataset {
   int64_t size_ = 0;
   int64_t row_ = 0;  // values per example
   int64_t num_classes_ = 0;
-  float scale_ = 1.0f / 255.0f;
+  std::array<float, 256> values_{};  // byte b → b × (1/255 or 1): what get() returns
   int64_t fault_index_ = -1;  // EMBER_FAULT_INJECT's example (data/fault.h); -1: none
 };
 
