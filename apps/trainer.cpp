@@ -242,6 +242,7 @@ int run_training(const TrainOptions& o) {
   const int64_t accumulate = cfg.optimizer.accumulate_steps;
   const int64_t batches = s.train_loader->num_batches();
   using clock = std::chrono::steady_clock;
+  bool first_step = true;
   while (p.epoch < cfg.epochs) {
     auto started = clock::now();
     const double seconds_before = p.seconds;
@@ -261,6 +262,8 @@ int run_training(const TrainOptions& o) {
       for (auto it = first_batch(*s.train_loader, "training"); it != s.train_loader->end();
            next_batch(it, "training")) {
         const data::Batch& batch = *it;
+        // tools/startup_time.py times exec → this line (debug level: EMBER_LOG_LEVEL=debug).
+        if (first_step) logger().debug("first training step: its batch is ready"), first_step = false;
         const int64_t batch_index = in_epoch * accumulate + micro;  // of the epoch
         checkpoint_is_current = false;
         if (micro == 0) {
