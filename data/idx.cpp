@@ -12,9 +12,8 @@ IdxDataset::IdxDataset(const std::string& images_path, const std::string& labels
     : IdxDataset(load_idx(images_path), load_idx(labels_path), options) {}
 
 IdxDataset::IdxDataset(IdxArray images, IdxArray labels, IdxOptions options)
-    : images_(std::move(images)) {
-  const float scale = options.scale ? 1.0f / 255.0f : 1.0f;
-  for (int b = 0; b < 256; ++b) values_[b] = static_cast<float>(b) * scale;
+    : images_(std::move(images)), scale_(options.scale ? 1.0f / 255.0f : 1.0f) {
+  for (int b = 0; b < 256; ++b) values_[b] = static_cast<float>(b) * scale_;
   const std::string& in = images_.name;
   const std::string& ln = labels.name;
   EMBER_CHECK(images_.type == IdxType::u8, in, ": the images file holds ", idx_type_name(images_.type),
@@ -62,6 +61,12 @@ void IdxDataset::write_rows(std::span<const int64_t> indices, const float* table
     if (index == fault_index_) [[unlikely]] throw_injected_read_fault(images_.name, index);
     const uint8_t* src = images_.data() + index * row_;
     float* dst = in + b * row_;
+    if (table == nullptr) {
+      const float scale = scale_;
+      for (int64_t k = 0; k < row_; ++k) dst[k] = static_cast<float>(src[k]) * scale;  // vectorised
+      tg[b] = labels_[index];
+      continue;
+    }
     for (int64_t c = 0; c < channels; ++c) {
       const float* t = table + (table_channels == 1 ? 0 : c) * 256;
       for (int64_t k = c * plane; k < (c + 1) * plane; ++k) dst[k] = t[src[k]];
@@ -73,12 +78,12 @@ void IdxDataset::write_rows(std::span<const int64_t> indices, const float* table
 Example IdxDataset::get(int64_t index) const {
   Tensor input = raw::empty(example_shape_, DType::f32, kCPU);  // a batch of one: write_rows checks numel only
   Tensor target = raw::empty(Shape{}, DType::i64, kCPU);
-  write_rows({&index, 1}, values_.data(), 1, input, target, "IdxDataset::get");
+  write_rows({&index, 1}, nullptr, 1, input, target, "IdxDataset::get");
   return {input, target};
 }
 
 void IdxDataset::get_batch(std::span<const int64_t> indices, const Tensor& input, const Tensor& target) const {
-  write_rows(indices, values_.data(), 1, input, target, "IdxDataset::get_batch");
+  write_rows(indices, nullptr, 1, input, target, "IdxDataset::get_batch");
 }
 
 void IdxDataset::get_batch_bytes(std::span<const int64_t> indices, std::span<const float> table, const Tensor& input,
