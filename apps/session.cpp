@@ -315,10 +315,15 @@ Tensor task_loss(const TrainConfig& c, const Tensor& output, const Tensor& targe
   return F::cross_entropy(output, target, options);
 }
 
+Tensor correct_count(const TrainConfig& c, const Tensor& output, const Tensor& target) {
+  if (c.task == "regression") return {};
+  return sum(eq(argmax(output, output.dim() - 1), target));
+}
+
 int64_t count_correct(const TrainConfig& c, const Tensor& output, const Tensor& target, int64_t& predictions) {
   predictions = target.numel();
-  if (c.task == "regression") return 0;
-  return sum(eq(argmax(output, output.dim() - 1), target)).item<int64_t>();
+  const Tensor correct = correct_count(c, output, target);
+  return correct.defined() ? correct.item<int64_t>() : 0;
 }
 
 EvalResult evaluate(nn::Module& model, data::DataLoader& loader, Device device, const TrainConfig& config) {

@@ -99,6 +99,10 @@ Tensor task_loss(const TrainConfig& config, const Tensor& output, const Tensor& 
 // Predictions that equal the target: classes (classification) or next tokens (language_model); 0 for
 // regression. `predictions` receives how many there were (B, or B·T).
 int64_t count_correct(const TrainConfig& config, const Tensor& output, const Tensor& target, int64_t& predictions);
+// The same count as a 0-d i64 tensor on the output's device, not read back (undefined for regression): the
+// train loop adds these up and reads the sum only when it needs it, so that a CUDA step waits for the GPU
+// once (its loss), not twice.
+Tensor correct_count(const TrainConfig& config, const Tensor& output, const Tensor& target);
 
 // The evaluation over a loader: mean loss per prediction (per example; language_model: per token, in nats;
 // regression: per target element), accuracy (classification: of the class, language_model: of the next

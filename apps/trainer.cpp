@@ -242,6 +242,12 @@ int run_training(const TrainOptions& o) {
   const int64_t accumulate = cfg.optimizer.accumulate_steps;
   const int64_t batches = s.train_loader->num_batches();
   using clock = std::chrono::steady_clock;
+  bool first_step = true;
+  Tensor correct_pending;  // correct predictions of the steps not yet added to p.correct (0-d i64, on the device)
+  const auto flush_correct = [&] {
+    if (correct_pending.defined()) p.correct += correct_pending.item<int64_t>();
+    correct_pending = Tensor();
+  };
   while (p.epoch < cfg.epochs) {
     auto started = clock::now();
     const double seconds_before = p.seconds;
@@ -261,6 +267,8 @@ int run_training(const TrainOptions& o) {
       for (auto it = first_batch(*s.train_loader, "training"); it != s.train_loader->end();
            next_batch(it, "training")) {
         const data::Batch& batch = *it;
+        // tools/startup_time.py times exec → this line (debug level: EMBER_LOG_LEVEL=debug).
+        if (first_step) logger().debug("first training step: its batch is ready"), first_step = false;
         const int64_t batch_index = in_epoch * accumulate + micro;  // of the epoch
         checkpoint_is_current = false;
         if (micro == 0) {
@@ -296,9 +304,10 @@ int run_training(const TrainOptions& o) {
             if (accumulate == 1) loss.backward();
             else (loss * (static_cast<double>(n) / static_cast<double>(group_examples))).backward();
             group_loss += value * static_cast<double>(n) / static_cast<double>(group_examples);
-            int64_t predictions = 0;
-            p.correct += count_correct(cfg, output, target, predictions);
-            p.predictions += predictions;
+            // Summed on the device; read into p.correct by flush_correct() where p is used.
+            if (const Tensor correct = correct_count(cfg, output, target); correct.defined())
+              correct_pending = correct_pending.defined() ? correct_pending + correct : correct;
+            p.predictions += target.numel();
             p.loss_sum += value * static_cast<double>(n);
             p.seen += n;
           }
@@ -321,6 +330,7 @@ int run_training(const TrainOptions& o) {
         position = s.train_loader->state();
         const bool stop = g_signal.load() != 0;
         if (stop || (cfg.output.checkpoint_every_steps > 0 && p.step % cfg.output.checkpoint_every_steps == 0)) {
+          flush_correct();
           last_checkpoint = save_checkpoint(s, p, position, hash, dir);
           checkpoint_is_current = true;
         }
@@ -334,6 +344,7 @@ int run_training(const TrainOptions& o) {
         }
       }
       display.clear();
+      flush_correct();
       const double seen = static_cast<double>(std::max<int64_t>(p.seen, 1));
       MetricsRow row;
       row.epoch = p.epoch + 1;
@@ -365,6 +376,7 @@ int run_training(const TrainOptions& o) {
       // A dataset read or a loader worker failed (training batches or the evaluation). The loader stopped
       // and joined its workers before the error got here; p and `position` are the last completed step.
       display.clear();
+      flush_correct();
       throw Error(stop_on_data_failure(s, p, position, hash, dir, last_checkpoint, checkpoint_is_current, e));
     }
   }

@@ -24,7 +24,8 @@ struct GpuInfo {
 };
 // GPU `index` (0 ≤ index < device_count()); throws ember::Error otherwise.
 GpuInfo gpu_info(int index);
-// "driver 13.0, runtime 13.0, cuDNN 9.13.0" — the versions this process sees (empty without CUDA).
+// "driver 13.0, runtime 13.0, cuBLAS 13.0.0 (built with), cuDNN 9.13.0" — the versions this process sees
+// (empty without CUDA). Loads cuDNN (not cuBLAS); a cuDNN that cannot be loaded is reported, not thrown.
 std::string versions();
 // The name of GPU `device`, e.g. "NVIDIA H200".
 std::string device_name(int device = 0);

@@ -3,6 +3,11 @@
 // The DataLoader owns one Collator and calls make() from its worker threads; each thread passes its own
 // Workspace, so the hot path allocates only the two batch tensors (from the caching allocator, or from
 // the user's BatchAllocator).
+//
+// Byte datasets (Dataset::has_byte_inputs(): u8 images, kept as bytes in memory) with leading pointwise
+// transforms (Normalize): the conversion and those transforms become one table of 256 values per channel,
+// built once by running the transforms themselves on the 256 converted byte values, so a batch is one
+// gather pass from the bytes, and its values equal, bit for bit, converting first and transforming after.
 #include <functional>
 #include <span>
 #include <vector>
@@ -51,12 +56,15 @@ class Collator {
   Tensor allocate(const Shape& example, int64_t batch, DType dtype) const;
   void transform_batch(const float* staged, int64_t batch, std::span<const int64_t> indices,
                        uint64_t transform_key, float* out, Workspace& ws) const;
+  void build_byte_table();
 
   DatasetPtr dataset_;
   std::vector<AnyTransform> transforms_;
   BatchAllocator allocator_;
   ExampleSpec spec_;
   std::vector<Shape> shapes_;  // shapes_[k]: input of transform k; shapes_.back(): final
+  size_t fused_ = 0;           // leading transforms folded into byte_table_ (0: none, the plain get_batch)
+  std::vector<float> byte_table_;  // [channels, 256]: byte → value after the fused transforms
 };
 
 }  // namespace ember::data

@@ -55,6 +55,15 @@ ExampleSpec Dataset::spec() const {
   return {e.input.shape(), e.input.dtype(), e.target.shape(), e.target.dtype()};
 }
 
+float Dataset::byte_value(uint8_t) const {
+  detail::throw_error("Dataset::byte_value: this dataset does not store its inputs as bytes (has_byte_inputs() is false)");
+}
+
+void Dataset::get_batch_bytes(std::span<const int64_t>, std::span<const float>, const Tensor&, const Tensor&) const {
+  detail::throw_error("Dataset::get_batch_bytes: this dataset does not store its inputs as bytes "
+                      "(has_byte_inputs() is false); use get_batch");
+}
+
 void Dataset::get_batch(std::span<const int64_t> indices, const Tensor& input, const Tensor& target) const {
   // The buffers' shapes (less the batch dim) are the spec: no spec() call (which may get(0)) per batch.
   const auto batch = static_cast<int64_t>(indices.size());
@@ -125,14 +134,27 @@ Example Subset::get(int64_t index) const {
   return base_->get(indices_[index]);
 }
 
-void Subset::get_batch(std::span<const int64_t> indices, const Tensor& input, const Tensor& target) const {
-  // NOTE: one small vector per batch (not per example); the base then takes its own fast path.
+namespace {
+// The base dataset's indices of a Subset's `indices`. NOTE: one small vector per batch (not per example);
+// the base then takes its own fast path.
+std::vector<int64_t> base_indices(std::span<const int64_t> indices, const std::vector<int64_t>& subset,
+                                  const char* op) {
   std::vector<int64_t> mapped(indices.size());
   for (size_t b = 0; b < indices.size(); ++b) {
-    check_index(indices[b], size(), "Subset::get_batch");
-    mapped[b] = indices_[indices[b]];
+    check_index(indices[b], static_cast<int64_t>(subset.size()), op);
+    mapped[b] = subset[indices[b]];
   }
-  base_->get_batch(mapped, input, target);
+  return mapped;
+}
+}  // namespace
+
+void Subset::get_batch(std::span<const int64_t> indices, const Tensor& input, const Tensor& target) const {
+  base_->get_batch(base_indices(indices, indices_, "Subset::get_batch"), input, target);
+}
+
+void Subset::get_batch_bytes(std::span<const int64_t> indices, std::span<const float> table, const Tensor& input,
+                             const Tensor& target) const {
+  base_->get_batch_bytes(base_indices(indices, indices_, "Subset::get_batch_bytes"), table, input, target);
 }
 
 std::vector<int64_t> random_permutation(int64_t n, Generator& gen) {

@@ -45,7 +45,22 @@ class Dataset {
   // storage without allocating per example. Throws when an index is out of range or an example's shape
   // or dtype differs from the buffers' (less the batch dim).
   virtual void get_batch(std::span<const int64_t> indices, const Tensor& input, const Tensor& target) const;
+
+  // Byte inputs: a dataset whose f32 inputs are each a function of one stored byte (u8 images) says so,
+  // so that the loader converts and applies the pointwise transforms (Normalize) in one pass through a
+  // table instead of get_batch and then one pass per transform (data/collate.h). Default: false.
+  virtual bool has_byte_inputs() const { return false; }
+  // What get() makes of stored byte b (only when has_byte_inputs()).
+  virtual float byte_value(uint8_t b) const;
+  // As get_batch, but input[b, k] = table[c * 256 + byte k of example indices[b]] where c = k / plane is
+  // k's channel (dim 0 of the example; plane = its values per channel) and `table` holds 256 values per
+  // channel. Only when has_byte_inputs(); throws otherwise, and when the table's size is not channels × 256.
+  virtual void get_batch_bytes(std::span<const int64_t> indices, std::span<const float> table, const Tensor& input,
+                               const Tensor& target) const;
 };
+
+// An example's channels for per-channel transforms and byte tables: dim 0 (1 for a 0-d example).
+inline int64_t example_channels(const Shape& shape) { return shape.empty() ? 1 : shape[0]; }
 
 using DatasetPtr = std::shared_ptr<const Dataset>;
 
@@ -86,6 +101,10 @@ class Subset : public Dataset {
   Example get(int64_t index) const override;
   ExampleSpec spec() const override { return base_->spec(); }
   void get_batch(std::span<const int64_t> indices, const Tensor& input, const Tensor& target) const override;
+  bool has_byte_inputs() const override { return base_->has_byte_inputs(); }
+  float byte_value(uint8_t b) const override { return base_->byte_value(b); }
+  void get_batch_bytes(std::span<const int64_t> indices, std::span<const float> table, const Tensor& input,
+                       const Tensor& target) const override;
 
   const std::vector<int64_t>& indices() const { return indices_; }
 

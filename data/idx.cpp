@@ -13,6 +13,7 @@ IdxDataset::IdxDataset(const std::string& images_path, const std::string& labels
 
 IdxDataset::IdxDataset(IdxArray images, IdxArray labels, IdxOptions options)
     : images_(std::move(images)), scale_(options.scale ? 1.0f / 255.0f : 1.0f) {
+  for (int b = 0; b < 256; ++b) values_[b] = static_cast<float>(b) * scale_;
   const std::string& in = images_.name;
   const std::string& ln = labels.name;
   EMBER_CHECK(images_.type == IdxType::u8, in, ": the images file holds ", idx_type_name(images_.type),
@@ -43,37 +44,54 @@ IdxDataset::IdxDataset(IdxArray images, IdxArray labels, IdxOptions options)
   fault_index_ = injected_read_fault(in);
 }
 
-void IdxDataset::convert_row(int64_t index, float* out) const {
-  const uint8_t* src = images_.data() + index * row_;
-  const float scale = scale_;
-  for (int64_t k = 0; k < row_; ++k) out[k] = static_cast<float>(src[k]) * scale;  // vectorised
+void IdxDataset::write_rows(std::span<const int64_t> indices, const float* table, int64_t table_channels,
+                            const Tensor& input, const Tensor& target, const char* op) const {
+  const auto batch = static_cast<int64_t>(indices.size());
+  EMBER_CHECK(input.dtype() == DType::f32 && target.dtype() == DType::i64 && input.is_contiguous() &&
+                  target.is_contiguous() && input.numel() == batch * row_ && target.numel() == batch,
+              op, ": expected contiguous buffers input f32 [", batch, ", ", row_, " values] and target i64 [", batch,
+              "]; got ", input.shape(), " ", dtype_name(input.dtype()), " and ", target.shape(), " ",
+              dtype_name(target.dtype()));
+  const int64_t channels = example_channels(example_shape_), plane = row_ / std::max<int64_t>(channels, 1);
+  float* in = input.data<float>();
+  int64_t* tg = target.data<int64_t>();
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t index = indices[b];
+    check_index(index, size_, op);
+    if (index == fault_index_) [[unlikely]] throw_injected_read_fault(images_.name, index);
+    const uint8_t* src = images_.data() + index * row_;
+    float* dst = in + b * row_;
+    if (table == nullptr) {
+      const float scale = scale_;
+      for (int64_t k = 0; k < row_; ++k) dst[k] = static_cast<float>(src[k]) * scale;  // vectorised
+      tg[b] = labels_[index];
+      continue;
+    }
+    for (int64_t c = 0; c < channels; ++c) {
+      const float* t = table + (table_channels == 1 ? 0 : c) * 256;
+      for (int64_t k = c * plane; k < (c + 1) * plane; ++k) dst[k] = t[src[k]];
+    }
+    tg[b] = labels_[index];
+  }
 }
 
 Example IdxDataset::get(int64_t index) const {
-  check_index(index, size_, "IdxDataset::get");
-  if (index == fault_index_) [[unlikely]] throw_injected_read_fault(images_.name, index);
-  Tensor input = raw::empty(example_shape_, DType::f32, kCPU);
-  convert_row(index, input.data<float>());
+  Tensor input = raw::empty(example_shape_, DType::f32, kCPU);  // a batch of one: write_rows checks numel only
   Tensor target = raw::empty(Shape{}, DType::i64, kCPU);
-  *target.data<int64_t>() = labels_[index];
+  write_rows({&index, 1}, nullptr, 1, input, target, "IdxDataset::get");
   return {input, target};
 }
 
 void IdxDataset::get_batch(std::span<const int64_t> indices, const Tensor& input, const Tensor& target) const {
-  const auto batch = static_cast<int64_t>(indices.size());
-  EMBER_CHECK(input.dtype() == DType::f32 && target.dtype() == DType::i64 && input.is_contiguous() &&
-                  target.is_contiguous() && input.numel() == batch * row_ && target.numel() == batch,
-              "IdxDataset::get_batch: expected contiguous buffers input f32 [", batch, ", ", row_,
-              " values] and target i64 [", batch, "]; got ", input.shape(), " ", dtype_name(input.dtype()), " and ",
-              target.shape(), " ", dtype_name(target.dtype()));
-  float* in = input.data<float>();
-  int64_t* tg = target.data<int64_t>();
-  for (int64_t b = 0; b < batch; ++b) {
-    check_index(indices[b], size_, "IdxDataset::get_batch");
-    if (indices[b] == fault_index_) [[unlikely]] throw_injected_read_fault(images_.name, indices[b]);
-    convert_row(indices[b], in + b * row_);
-    tg[b] = labels_[indices[b]];
-  }
+  write_rows(indices, nullptr, 1, input, target, "IdxDataset::get_batch");
+}
+
+void IdxDataset::get_batch_bytes(std::span<const int64_t> indices, std::span<const float> table, const Tensor& input,
+                                 const Tensor& target) const {
+  const int64_t channels = example_channels(example_shape_);
+  EMBER_CHECK(static_cast<int64_t>(table.size()) == channels * 256, "IdxDataset::get_batch_bytes: the table holds ",
+              table.size(), " values; examples ", example_shape_, " need 256 per channel (", channels * 256, ")");
+  write_rows(indices, table.data(), channels, input, target, "IdxDataset::get_batch_bytes");
 }
 
 std::shared_ptr<IdxDataset> fashion_mnist(Split split, const std::string& dir) {

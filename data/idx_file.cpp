@@ -1,4 +1,8 @@
 // Reading IDX files: the file, gzip, and the header checks. The dataset built on them is in idx.cpp.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -6,8 +10,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
 
+#include "backends/log.h"
+#include "core/atomic_file.h"
 #include "data/idx.h"
 
 namespace ember::data {
@@ -119,20 +127,36 @@ std::vector<uint8_t> gunzip(std::span<const uint8_t> compressed, const std::stri
   return out;
 }
 
-std::vector<uint8_t> read_file_maybe_gzip(const std::string& path) {
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
-  EMBER_CHECK(f != nullptr, path, ": cannot open (", std::strerror(errno), ")");
-  std::vector<uint8_t> bytes;
-  uint8_t buffer[1 << 16];
-  size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, f.get())) > 0) bytes.insert(bytes.end(), buffer, buffer + n);
-  EMBER_CHECK(!std::ferror(f.get()), path, ": read error (", std::strerror(errno), ")");
-  if (bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b) return gunzip(bytes, path);
-  return bytes;
+MappedFile::MappedFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  EMBER_CHECK(fd >= 0, path, ": cannot open (", std::strerror(errno), ")");
+  struct stat st {};
+  const bool ok = ::fstat(fd, &st) == 0;
+  size_ = ok ? static_cast<size_t>(st.st_size) : 0;
+  void* p = ok && size_ > 0 ? ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+  const int error = errno;
+  ::close(fd);
+  EMBER_CHECK(size_ == 0 || p != MAP_FAILED, path, ": cannot map (", std::strerror(error), ")");
+  if (size_ > 0) data_ = static_cast<const uint8_t*>(p);
 }
 
-IdxArray parse_idx(std::vector<uint8_t> bytes, const std::string& name) {
-  const size_t size = bytes.size();
+MappedFile::~MappedFile() {
+  if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+std::vector<uint8_t> read_file_maybe_gzip(const std::string& path) {
+  // Mapped, not copied: a compressed file is inflated straight from the page cache.
+  const MappedFile file(path);
+  const std::span<const uint8_t> bytes = file.bytes();
+  if (bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b) return gunzip(bytes, path);
+  return {bytes.begin(), bytes.end()};
+}
+
+namespace {
+
+// The header of an IDX file of `size` bytes starting at `bytes`: everything but the values. Throws as
+// parse_idx describes.
+IdxArray parse_idx_header(const uint8_t* bytes, size_t size, const std::string& name) {
   EMBER_CHECK(size >= 4, name, ": ", size, " bytes is too short for an IDX file (the header alone is at least 8); "
               "the file is empty or truncated");
   EMBER_CHECK(bytes[0] == 0 && bytes[1] == 0, name, ": not an IDX file (it starts with bytes ",
@@ -152,7 +176,7 @@ IdxArray parse_idx(std::vector<uint8_t> bytes, const std::string& name) {
   uint64_t numel = 1;
   bool saturated = false;
   for (int d = 0; d < ndims; ++d) {
-    const uint32_t dim = read_be32(bytes.data() + 4 + 4 * d);
+    const uint32_t dim = read_be32(bytes + 4 + 4 * d);
     a.dims.push_back(dim);
     saturated = saturated || __builtin_mul_overflow(numel, uint64_t{dim}, &numel);
   }
@@ -179,10 +203,98 @@ IdxArray parse_idx(std::vector<uint8_t> bytes, const std::string& name) {
               " bytes); the header does not match the data");
   a.numel = static_cast<int64_t>(numel);
   a.data_offset = header;
+  return a;
+}
+
+// Decompressed files at least this large are cached (smaller ones inflate in well under a millisecond).
+constexpr size_t kCacheMinBytes = size_t{1} << 20;
+
+uint64_t fnv1a(const std::string& text) {
+  uint64_t h = 14695981039346656037ull;
+  for (const char c : text) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+  return h;
+}
+
+std::string hex(uint64_t v) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(v));
+  return text;
+}
+
+// "<stem>.<hash of the absolute path>.", the prefix of every cache entry of `path` ("" when it cannot be
+// stat'ed), and in `entry` the whole name, which adds a hash of the file's size and modification time.
+std::string cache_prefix(const std::string& path, std::string& entry) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return "";
+  std::error_code ec;
+  const std::filesystem::path absolute = std::filesystem::absolute(path, ec);
+  std::string stem = std::filesystem::path(path).filename().string();
+  if (stem.size() > 3 && stem.ends_with(".gz")) stem.resize(stem.size() - 3);
+  const std::string prefix = stem + "." + hex(fnv1a(ec ? path : absolute.string())) + ".";
+  entry = prefix + hex(fnv1a(std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+                             std::to_string(st.st_mtim.tv_nsec))) + ".idx";
+  return prefix;
+}
+
+// Writes `bytes` as the cache entry `entry` under `dir`, removing the older entries of the same source.
+void write_cache(const std::filesystem::path& dir, const std::string& prefix, const std::string& entry,
+                 std::span<const uint8_t> bytes) {
+  std::filesystem::create_directories(dir);
+  for (const auto& old : std::filesystem::directory_iterator(dir)) {
+    const std::string name = old.path().filename().string();
+    if (name.starts_with(prefix) && name.ends_with(".idx") && name != entry) std::filesystem::remove(old.path());
+  }
+  write_file_atomic((dir / entry).string(),
+                    std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+}
+
+}  // namespace
+
+IdxArray parse_idx(std::vector<uint8_t> bytes, const std::string& name) {
+  IdxArray a = parse_idx_header(bytes.data(), bytes.size(), name);
   a.bytes = std::move(bytes);
   return a;
 }
 
-IdxArray load_idx(const std::string& path) { return parse_idx(read_file_maybe_gzip(path), path); }
+std::string idx_cache_dir() {
+  if (const char* dir = std::getenv("EMBER_CACHE_DIR"))
+    return std::string(dir).empty() || std::string(dir) == "off" ? "" : std::string(dir) + "/idx";
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0')
+    return std::string(xdg) + "/ember/idx";
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0')
+    return std::string(home) + "/.cache/ember/idx";
+  return "";
+}
+
+IdxArray load_idx(const std::string& path) {
+  const std::string dir = idx_cache_dir();
+  std::string entry;
+  const std::string prefix = dir.empty() ? "" : cache_prefix(path, entry);
+  if (!prefix.empty()) {
+    const std::filesystem::path cached = std::filesystem::path(dir) / entry;
+    std::error_code ec;
+    if (std::filesystem::exists(cached, ec)) {
+      try {
+        auto file = std::make_shared<const MappedFile>(cached.string());
+        IdxArray a = parse_idx_header(file->bytes().data(), file->bytes().size(), path);
+        a.mapped = std::move(file);
+        return a;
+      } catch (const Error& e) {
+        logger().debug("load_idx: the cached copy of {} is unusable ({}); inflating the file again", path, e.what());
+      }
+    }
+  }
+  IdxArray a = parse_idx(read_file_maybe_gzip(path), path);
+  const bool compressed = !prefix.empty() && path.ends_with(".gz");
+  if (compressed && a.bytes.size() >= kCacheMinBytes) {
+    try {
+      write_cache(dir, prefix, entry, a.bytes);
+      logger().debug("load_idx: cached {} decompressed as {}/{}", path, dir, entry);
+    } catch (const std::exception& e) {  // a read-only or full disk: the next run inflates again
+      logger().debug("load_idx: could not cache {} in {} ({})", path, dir, e.what());
+    }
+  }
+  return a;
+}
 
 }  // namespace ember::data

@@ -31,6 +31,10 @@ class Transform {
   // never alias. Called concurrently from worker threads: must not modify the transform.
   virtual void apply(const float* in, const Shape& in_shape, float* out, ExampleRng& rng) const = 0;
   virtual std::string name() const = 0;
+  // Pointwise: output shape = input shape, and out[k] depends only on in[k] and k's channel (dim 0), never
+  // on the randomness. The loader folds leading pointwise transforms into a byte dataset's conversion table
+  // (data/collate.h). Default: false.
+  virtual bool pointwise() const { return false; }
 };
 
 // A shared handle to a transform, built implicitly from any Transform value, so option lists read
@@ -58,6 +62,7 @@ class Normalize : public Transform {
   Shape output_shape(const Shape& shape) const override;
   void apply(const float* in, const Shape& in_shape, float* out, ExampleRng& rng) const override;
   std::string name() const override { return "Normalize"; }
+  bool pointwise() const override { return true; }
 
  private:
   std::vector<float> mean_, inv_std_;

@@ -1,6 +1,8 @@
 // IDX and CSV readers: parsing, and every error path a user can hit (each checks the message).
 #include <stdlib.h>
 
+#include <chrono>
+#include <cstring>
 #include <numeric>
 
 #include "data_test_util.h"
@@ -201,6 +203,73 @@ TEST(IdxDataset, ConcatenatedGzipMembersAreOneFile) {
   const data::IdxArray a = data::load_idx(dir.file("x.gz"));
   EXPECT_EQ(a.numel, 4);
   EXPECT_EQ(a.integer_at(3), 4);
+}
+
+// The files of `dir` (names only).
+std::vector<std::string> files_in(const std::string& dir) {
+  std::vector<std::string> names;
+  if (!std::filesystem::exists(dir)) return names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  return names;
+}
+
+// A gzipped IDX file of at least 1 MiB is inflated once into the cache and mapped from there afterwards.
+TEST(IdxCache, ALargeGzippedFileIsInflatedOnceThenMapped) {
+  TempDir dir;
+  const std::string cache = dir.file("cache"), path = dir.file("images-idx3-ubyte.gz");
+  ASSERT_EQ(::setenv("EMBER_CACHE_DIR", cache.c_str(), 1), 0);
+  EXPECT_EQ(data::idx_cache_dir(), cache + "/idx");
+  std::vector<uint8_t> pixels(1100 * 32 * 32);
+  for (size_t k = 0; k < pixels.size(); ++k) pixels[k] = static_cast<uint8_t>((k * 7919) >> 3);
+  write_bytes(path, gzip_bytes(idx_bytes(0x08, {1100, 32, 32}, pixels)));
+
+  const data::IdxArray first = data::load_idx(path);
+  EXPECT_EQ(first.mapped, nullptr);  // inflated, and written to the cache
+  ASSERT_EQ(files_in(cache + "/idx").size(), 1u);
+  const std::string entry = cache + "/idx/" + files_in(cache + "/idx")[0];
+  EXPECT_TRUE(files_in(cache + "/idx")[0].starts_with("images-idx3-ubyte."));
+
+  const data::IdxArray second = data::load_idx(path);
+  ASSERT_NE(second.mapped, nullptr);
+  EXPECT_EQ(second.name, path);  // messages name the real file
+  EXPECT_EQ(second.dims, (std::vector<int64_t>{1100, 32, 32}));
+  EXPECT_EQ(std::memcmp(second.data(), pixels.data(), pixels.size()), 0);
+
+  // A damaged entry is not used: the file is inflated again and the entry rewritten.
+  std::filesystem::resize_file(entry, 1000);
+  const data::IdxArray third = data::load_idx(path);
+  EXPECT_EQ(third.mapped, nullptr);
+  EXPECT_EQ(std::memcmp(third.data(), pixels.data(), pixels.size()), 0);
+  EXPECT_NE(data::load_idx(path).mapped, nullptr);
+
+  // A changed file gets a new entry, and the old one goes.
+  pixels[5] ^= 0xFF;
+  write_bytes(path, gzip_bytes(idx_bytes(0x08, {1100, 32, 32}, pixels)));
+  std::filesystem::last_write_time(path, std::filesystem::last_write_time(path) + std::chrono::seconds(2));
+  const data::IdxArray changed = data::load_idx(path);
+  EXPECT_EQ(changed.mapped, nullptr);
+  EXPECT_EQ(changed.data()[5], pixels[5]);
+  ASSERT_EQ(files_in(cache + "/idx").size(), 1u);
+  EXPECT_NE(cache + "/idx/" + files_in(cache + "/idx")[0], entry);
+  EXPECT_EQ(data::load_idx(path).data()[5], pixels[5]);
+}
+
+TEST(IdxCache, SmallFilesAndTheOffSwitchWriteNothing) {
+  TempDir dir;
+  const std::string cache = dir.file("cache");
+  write_bytes(dir.file("small.gz"), gzip_bytes(idx_bytes(0x08, {4}, {1, 2, 3, 4})));
+  std::vector<uint8_t> pixels(2 << 20, 3);
+  write_bytes(dir.file("large.gz"), gzip_bytes(idx_bytes(0x08, {2, 1 << 20}, pixels)));
+  ASSERT_EQ(::setenv("EMBER_CACHE_DIR", cache.c_str(), 1), 0);
+  EXPECT_EQ(data::load_idx(dir.file("small.gz")).integer_at(3), 4);
+  EXPECT_TRUE(files_in(cache + "/idx").empty());
+  ASSERT_EQ(::setenv("EMBER_CACHE_DIR", "off", 1), 0);
+  EXPECT_EQ(data::idx_cache_dir(), "");
+  EXPECT_EQ(data::load_idx(dir.file("large.gz")).numel, 2 << 20);
+  EXPECT_TRUE(files_in(cache + "/idx").empty());
+  // An unwritable cache directory costs only the time.
+  ASSERT_EQ(::setenv("EMBER_CACHE_DIR", "/proc/ember-no-such-dir", 1), 0);
+  EXPECT_EQ(data::load_idx(dir.file("large.gz")).numel, 2 << 20);
 }
 
 // --- Fashion-MNIST from Debian's dataset-fashion-mnist -----------------------------------------------------

@@ -4,9 +4,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <future>
 #include <numeric>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -339,6 +341,78 @@ TEST(DataLoader, NormalizeAppliesToTheBatch) {
   data::DataLoader loader(ds, {.batch_size = 3, .transforms = {data::Normalize({1.0f}, {2.0f})}});
   const Epoch e = run_epoch(loader);
   EXPECT_FLOAT_EQ(e[0].first[16 * 2 + 5], (2.05f - 1.0f) / 2.0f);
+}
+
+// A byte dataset that counts the fused reads (get_batch_bytes), forwarding everything to an IdxDataset.
+struct CountingBytes : data::Dataset {
+  std::shared_ptr<data::IdxDataset> base;
+  mutable std::atomic<int> fused_reads{0};
+  explicit CountingBytes(std::shared_ptr<data::IdxDataset> b) : base(std::move(b)) {}
+  int64_t size() const override { return base->size(); }
+  data::Example get(int64_t i) const override { return base->get(i); }
+  data::ExampleSpec spec() const override { return base->spec(); }
+  void get_batch(std::span<const int64_t> idx, const Tensor& in, const Tensor& tg) const override {
+    base->get_batch(idx, in, tg);
+  }
+  bool has_byte_inputs() const override { return true; }
+  float byte_value(uint8_t b) const override { return base->byte_value(b); }
+  void get_batch_bytes(std::span<const int64_t> idx, std::span<const float> table, const Tensor& in,
+                       const Tensor& tg) const override {
+    ++fused_reads;
+    base->get_batch_bytes(idx, table, in, tg);
+  }
+};
+
+// The loader folds Normalize (and any leading pointwise transform) into a byte dataset's conversion table
+// (data/collate.h). Its batches must equal, bit for bit, the unfused path: the same examples as f32 in a
+// TensorDataset (no byte inputs), converted first and transformed after.
+TEST(DataLoader, FusedByteConversionEqualsConvertThenTransformBitForBit) {
+  std::mt19937 gen(7);
+  constexpr uint32_t n = 40;
+  // [C, H, W] with 3 channels, [1, H, W] (a 3-D file gets the channel dim) and a flat [12] feature vector.
+  for (const std::vector<uint32_t>& dims : {std::vector<uint32_t>{n, 3, 5, 4}, {n, 6, 7}, {n, 12}}) {
+    std::vector<uint32_t> example(dims.begin() + 1, dims.end());
+    uint32_t row = 1;
+    for (uint32_t d : example) row *= d;
+    std::vector<uint8_t> pixels(n * row), labels(n);
+    for (size_t k = 0; k < pixels.size(); ++k) pixels[k] = k < 256 ? static_cast<uint8_t>(k) : static_cast<uint8_t>(gen());
+    for (uint32_t i = 0; i < n; ++i) labels[i] = static_cast<uint8_t>(i % 10);
+    auto idx = std::make_shared<data::IdxDataset>(data::parse_idx(idx_bytes(0x08, dims, pixels), "images"),
+                                                  data::parse_idx(idx_bytes(0x08, {n}, labels), "labels"));
+    auto fused = std::make_shared<CountingBytes>(idx);
+    std::vector<float> values;
+    for (uint32_t i = 0; i < n; ++i)
+      for (float v : idx->get(i).input.to_vector<float>()) values.push_back(v);
+    Shape all = idx->spec().input_shape;
+    all.insert(0, n);
+    auto reference = std::make_shared<data::TensorDataset>(from_vector(values, all), from_vector(std::vector<int64_t>(n, 0)));
+
+    const int64_t channels = data::example_channels(idx->spec().input_shape);
+    std::vector<float> mean, std;
+    for (int64_t c = 0; c < channels; ++c) mean.push_back(0.1f + 0.37f * static_cast<float>(c)), std.push_back(0.3f + 0.11f * static_cast<float>(c));
+    const data::Normalize norm(mean, std), second({0.2860f}, {0.3530f});
+    std::vector<std::pair<std::vector<data::AnyTransform>, bool>> cases = {  // (transforms, fused?)
+        {{norm}, true}, {{norm, second}, true}, {{second}, true}};
+    if (dims.size() > 2) {
+      cases.push_back({{norm, data::RandomHorizontalFlip()}, true});
+      cases.push_back({{data::RandomCrop(dims[dims.size() - 2], dims.back(), 1), norm}, false});
+    }
+    for (const auto& [transforms, expect_fused] : cases) {
+      fused->fused_reads = 0;
+      for (int workers : {0, 2}) {
+        data::DataLoader a(fused, {.batch_size = 16, .shuffle = true, .num_workers = workers, .seed = 3, .transforms = transforms});
+        data::DataLoader b(reference, {.batch_size = 16, .shuffle = true, .seed = 3, .transforms = transforms});
+        const Epoch got = run_epoch(a), want = run_epoch(b);
+        ASSERT_EQ(got.size(), want.size());
+        for (size_t i = 0; i < got.size(); ++i) {
+          ASSERT_EQ(got[i].first.size(), want[i].first.size());
+          EXPECT_EQ(std::memcmp(got[i].first.data(), want[i].first.data(), got[i].first.size() * sizeof(float)), 0)
+              << "batch " << i << " of examples " << all << " with " << transforms.size() << " transforms";
+        }
+      }
+      EXPECT_EQ(fused->fused_reads.load() > 0, expect_fused) << all << ", " << transforms.size() << " transforms";
+    }
+  }
 }
 
 TEST(DataLoader, FashionMnistEpoch) {

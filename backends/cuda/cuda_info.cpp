@@ -1,5 +1,6 @@
 // CUDA device queries through the runtime API. Plain C++ (no kernels): compiled with the host compiler
-// and linked against cudart, so a CUDA build still runs on a machine without a GPU or driver.
+// and linked against cudart, so a CUDA build still runs on a machine without a GPU or driver. None of them
+// loads cuBLAS or cuDNN (versions() excepted, which loads cuDNN for its version).
 #include <cuda_runtime_api.h>
 #include <cublas_api.h>
 #include <cudnn.h>
@@ -74,8 +75,16 @@ std::string versions() {
   const auto v3 = [](size_t x) {  // cuDNN's encoding: 91300 = 9.13.0
     return std::to_string(x / 10000) + "." + std::to_string(x % 10000 / 100) + "." + std::to_string(x % 100);
   };
+  // cuBLAS: the version built against (loading the library for its number would cost ~150 MiB); cuDNN: the
+  // one loaded (a 128 KB dispatcher; backends/cuda/lazy_libs.cpp), or why it cannot be.
+  std::string cudnn;
+  try {
+    cudnn = v3(cudnnGetVersion());
+  } catch (const Error& e) {
+    cudnn = std::string("not loadable: ") + e.what();
+  }
   return "driver " + (driver == 0 ? std::string("none") : v(driver)) + ", runtime " + v(runtime) + ", cuBLAS " +
-         v3(CUBLAS_VERSION) + ", cuDNN " + v3(cudnnGetVersion());
+         v3(CUBLAS_VERSION) + " (built with), cuDNN " + cudnn;
 }
 bool is_available() { return probe().count > 0; }
 int device_count() { return probe().count; }
