@@ -26,8 +26,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
   register_module("module", module_);
   for (const Tensor& p : module_->parameters())
     if (p.requires_grad()) params_.push_back(p);
-  if (group_->size() == 1) return;  // nothing to synchronise, no hooks: a plain module
-  {
+  if (group_->size() > 1) {
     NoGradGuard no_grad;  // PyTorch's _sync_module_states: rank 0's parameters and buffers everywhere
     for (const Tensor& p : module_->parameters()) group_->broadcast(p, 0);
     for (const Tensor& b : module_->buffers()) group_->broadcast(b, 0);

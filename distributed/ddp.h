@@ -24,7 +24,9 @@
 //   accumulation); the first backward after it averages the accumulated gradients.
 // - forward() broadcasts the buffers (batch-norm running statistics) from rank 0 first, as PyTorch's
 //   broadcast_buffers=True does, so every rank evaluates with rank 0's statistics.
-// One process (world size 1): no communication at all, the module's gradients as they are.
+// One process (world size 1) works the same way, the all-reduce being the identity (CPU) or NCCL's with one
+// rank (CUDA): gradients equal the module's own, at the cost of the copies in and out of the buckets.
+// ember-train wraps its model only when there are several processes.
 #include <memory>
 #include <vector>
 

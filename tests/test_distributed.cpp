@@ -13,6 +13,7 @@
 
 #include <ember/ember.h>
 
+#include "backends/nccl.h"
 #include "test_helpers.h"
 
 using namespace ember;
@@ -185,7 +186,7 @@ TEST(DistributedDataParallel, AveragedGradientsEqualTheConcatenatedBatch) {
       ASSERT_TRUE(params[i].second.grad().defined()) << params[i].first;
       EXPECT_LE(max_abs_diff(params[i].second.grad(), ref_params[i].second.grad()), 1e-12) << params[i].first;
     }
-    if (n > 1) {
+    {
       const auto layout = ddp.bucket_layout();
       if (cap_mb < 1) {
         ASSERT_EQ(layout.size(), params.size());
@@ -201,8 +202,7 @@ TEST(DistributedDataParallel, AveragedGradientsEqualTheConcatenatedBatch) {
 // Buckets near the output start their all-reduce while backward still computes the layers below: when
 // the first layer's weight gradient is in, the later buckets are already on their way.
 TEST(DistributedDataParallel, BucketsStartDuringBackward) {
-  dist::ProcessGroup& g = group();
-  if (g.size() == 1) GTEST_SKIP() << "one process: DDP communicates nothing (run under mpirun: test_distributed_mpi2)";
+  group();
   auto net = mlp(8, 8, 4, DType::f32, 5);
   dist::DistributedDataParallel ddp(net, {.bucket_cap_mb = 1e-5});
   const Tensor first_weight = net->parameters().front();
@@ -258,15 +258,14 @@ struct TwoHeads : nn::Module {
 }  // namespace
 
 TEST(DistributedDataParallel, UnusedParametersCountAsZeroAndDoNotHang) {
-  dist::ProcessGroup& g = group();
+  group();
   auto net = std::make_shared<TwoHeads>();
   dist::DistributedDataParallel ddp(net);
   ddp.forward(ones({2, 3})).sum().backward();
   EXPECT_TRUE(net->used->parameters()[0].grad().defined());
-  if (g.size() > 1) {  // reduced as zeros, so every rank's optimizer sees the same thing
-    ASSERT_TRUE(net->unused->parameters()[0].grad().defined());
-    EXPECT_EQ(max_abs_diff(net->unused->parameters()[0].grad(), zeros({2, 3})), 0);
-  }
+  // Reduced as zeros, so every rank's optimizer sees the same thing.
+  ASSERT_TRUE(net->unused->parameters()[0].grad().defined());
+  EXPECT_EQ(max_abs_diff(net->unused->parameters()[0].grad(), zeros({2, 3})), 0);
 }
 
 TEST(DistributedDataParallel, BuffersComeFromRankZeroEveryForward) {
@@ -379,4 +378,44 @@ TEST(DistributedDataParallel, FashionMlp200StepsTrackOneProcessWithTheGlobalBatc
     std::printf("[ rank %d ] %s: largest weight difference after 200 steps, %d x batch %d vs 1 x batch 64: %.3g\n",
                 g.rank(), std::string(dtype_name(dtype)).c_str(), n, 64 / n, worst);
   }
+}
+
+// --- NCCL: CUDA tensors (skips without a GPU; scripts/gpu_check.sh runs it as one rank on the GPU machine) ---
+
+TEST(Nccl, CudaTensorsAllReduceBroadcastAllGatherAndDdp) {
+  if (!cuda::is_available()) GTEST_SKIP() << "no usable GPU: " << cuda::unavailable_reason();
+  if (!nccl::built_with_nccl()) GTEST_SKIP() << nccl::version();
+  dist::ProcessGroup& g = group();
+  const int r = g.rank(), n = g.size();
+  if (cuda::device_count() < n) GTEST_SKIP() << "NCCL needs a GPU per process: " << n << " processes, "
+                                             << cuda::device_count() << " GPU(s)";
+  const Device gpu(DeviceType::CUDA, dist::local_rank() % cuda::device_count());
+  EXPECT_EQ(g.collectives(gpu).name().substr(0, 4), "NCCL");
+  Tensor t = full({2, 3}, r + 1, {.device = gpu});
+  g.all_reduce(t, dist::ReduceOp::sum);
+  EXPECT_EQ(max_abs_diff(t.to(kCPU), full({2, 3}, n * (n + 1) / 2.0)), 0);
+  t = full({4}, r + 1, {.dtype = DType::f64, .device = gpu});
+  g.all_reduce(t, dist::ReduceOp::avg);
+  EXPECT_EQ(max_abs_diff(t.to(kCPU), full({4}, (n + 1) / 2.0)), 0);
+  Tensor b = full({3}, r, {.device = gpu});
+  g.broadcast(b, n - 1);
+  EXPECT_EQ(max_abs_diff(b.to(kCPU), full({3}, n - 1)), 0);
+  const Tensor all = g.all_gather(full({2}, 10.0 * r, {.device = gpu})).to(kCPU);
+  for (int k = 0; k < n; ++k) EXPECT_EQ(max_abs_diff(all.select(0, k), full({2}, 10.0 * k)), 0);
+
+  // DDP on the GPU: the averaged gradients of each rank's slice equal one process's over the whole batch.
+  Generator data_gen(31);
+  const Tensor x = randn({4 * n, 6}, {}, &data_gen).to(gpu);
+  const Tensor y = randint(0, 3, {4 * n}, {.dtype = DType::i64}, &data_gen).to(gpu);
+  auto reference = mlp(6, 5, 3, DType::f32, 3);
+  reference->to(gpu);
+  nn::functional::cross_entropy(reference->forward(x), y).backward();
+  auto net = mlp(6, 5, 3, DType::f32, 3);
+  net->to(gpu);
+  dist::DistributedDataParallel ddp(net, {.bucket_cap_mb = 1e-5});
+  nn::functional::cross_entropy(ddp.forward(x.narrow(0, 4 * r, 4)), y.narrow(0, 4 * r, 4)).backward();
+  const auto params = net->parameters(), ref_params = reference->parameters();
+  for (size_t i = 0; i < params.size(); ++i)
+    EXPECT_LE(max_abs_diff(params[i].grad().to(kCPU), ref_params[i].grad().to(kCPU)), 1e-6) << "parameter " << i;
+  EXPECT_EQ(ddp.buckets_reduced(), static_cast<int64_t>(params.size()));
 }
