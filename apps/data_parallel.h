@@ -7,8 +7,9 @@
 //   config's batch_size: the global batch is N × batch_size (logged at the start).
 // - The model is wrapped in DistributedDataParallel: rank 0's initial weights everywhere, gradients
 //   averaged during backward; gradient accumulation synchronises only on a step's last micro-batch.
-// - Decisions that must be the same everywhere are agreed on: a non-finite loss on any rank skips (or
-//   stops) the step on all; a signal on any rank checkpoints and stops all; running sums are summed
+// - Decisions that must be the same everywhere are agreed on: with skip_nonfinite, a non-finite loss on any
+//   rank skips the step on all (without it, that rank stops with the error and the job ends); a signal on
+//   any rank checkpoints and stops all; running sums are summed
 //   across ranks before metrics and checkpoints; the end-of-epoch evaluation (each rank evaluates the whole
 //   test set) and the metric for the plateau scheduler are rank 0's.
 // - Only rank 0 writes files (run directory, checkpoints, metrics, trace) and prints progress; the other

@@ -327,9 +327,11 @@ int run_training(const TrainOptions& o) {
           const Tensor output = dp.train_module().forward(input);
           const Tensor loss = task_loss(cfg, output, target);
           double value = loss.item<double>();
-          // Every rank must take the same branch (a backward on some ranks only would wait forever for the
-          // others' gradients): a non-finite loss anywhere is non-finite everywhere.
-          if (dp.any(!std::isfinite(value)) && std::isfinite(value)) value = std::numeric_limits<double>::quiet_NaN();
+          // With skip_nonfinite every rank must take the same branch (a backward on some ranks only would wait
+          // for the others' gradients): a non-finite loss anywhere is non-finite everywhere. Without it, the
+          // rank that meets one throws, and the job ends with it.
+          if (cfg.skip_nonfinite && dp.any(!std::isfinite(value)) && std::isfinite(value))
+            value = std::numeric_limits<double>::quiet_NaN();
           if (!std::isfinite(value)) {
             if (!cfg.skip_nonfinite)
               detail::throw_error("step ", p.step + 1, " (epoch ", p.epoch + 1, "): the loss is ", value, ". ",
