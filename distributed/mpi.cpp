@@ -52,7 +52,9 @@ int world_rank() {
 // Polls `request` until it completes; past the deadline, says which collective stalled and aborts the job.
 // NOTE: a busy poll is fastest when every rank has its own core, but on a shared or oversubscribed machine
 // it takes the core from the rank being waited for. So: spin for the first 50 µs (a peer that is nearly there),
-// then yield the core between polls, and after 2 ms sleep briefly between them.
+// then yield the core between polls. Sleeping between polls only after a second (a long wait: rank 0 writing
+// a checkpoint): a large message over shared memory moves in fragments, each needing a poll on both sides,
+// so sleeping earlier stretches a 2 MB all-reduce by milliseconds.
 void wait_for(MPI_Request& request, const char* what) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
@@ -72,8 +74,8 @@ void wait_for(MPI_Request& request, const char* what) {
       std::fflush(stderr);
       MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    if (now - start < std::chrono::milliseconds(2)) sched_yield();
-    else usleep(20);
+    if (now - start < std::chrono::seconds(1)) sched_yield();
+    else usleep(100);
   }
 }
 

@@ -4,7 +4,7 @@
 #   1 process x 1 thread, 1 process x 2 threads, 2 processes x 1 thread (mpirun / torch.multiprocessing),
 # each with the same global batch (the config's 128: 2 processes take 64 each) and, for weak scaling, 2 x 128.
 # Prints one line per run: model, framework, layout, global batch, samples/s (the median of REPEATS runs).
-#   tools/ddp_throughput.sh [build dir] [repeats]
+#   [MODELS="mlp cnn"] [MLP_EXAMPLES=60000] [CNN_EXAMPLES=12800] tools/ddp_throughput.sh [build dir] [repeats]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -30,18 +30,31 @@ torch_once() {
   /usr/bin/python3 tools/ddp_throughput_torch.py --model "$1" --examples "$2" --threads "$3" --world "$4" --batch "$5" |
     python3 -c "import json,sys; print(json.loads(sys.stdin.readline())['samples_per_sec'])"
 }
-for model in mlp cnn; do
-  examples=60000
-  [ "$model" = cnn ] && examples=12800
-  for layout in "1 1 128" "1 2 128" "2 1 64" "2 1 128"; do
+# Round-robin (every layout and framework once per round, REPEATS rounds): load from other programs on the
+# machine then hits all of them alike, rather than whichever ran during a busy minute.
+declare -A rates
+layouts=("1 1 128" "1 2 128" "2 1 64" "2 1 128")
+for model in ${MODELS:-mlp cnn}; do
+  examples=${MLP_EXAMPLES:-60000}
+  [ "$model" = cnn ] && examples=${CNN_EXAMPLES:-12800}
+  for round in $(seq "$repeats"); do
+    for layout in "${layouts[@]}"; do
+      read -r procs threads batch <<<"$layout"
+      for fw in ember torch; do
+        if [ "$fw" = ember ]; then r=$(ember_once "$model" "$examples" "$threads" "$procs" "$batch")
+        else r=$(torch_once "$model" "$examples" "$threads" "$procs" "$batch"); fi
+        rates["$model $fw $layout"]+="$r "
+      done
+    done
+    echo "# $model round $round done, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+  done
+  for layout in "${layouts[@]}"; do
     read -r procs threads batch <<<"$layout"
     for fw in ember torch; do
-      rates=$(for _ in $(seq "$repeats"); do
-        if [ "$fw" = ember ]; then ember_once "$model" "$examples" "$threads" "$procs" "$batch"
-        else torch_once "$model" "$examples" "$threads" "$procs" "$batch"; fi
-      done | median)
-      printf "%s %-6s %dx%d threads  global batch %4d  %8.0f samples/s\n" "$model" "$fw" "$procs" "$threads" \
-        $((procs * batch)) "$rates"
+      all=${rates["$model $fw $layout"]}
+      med=$(echo "$all" | tr ' ' '\n' | grep . | median)
+      printf "%s %-6s %dx%d threads  global batch %4d  %8.0f samples/s  (runs: %s)\n" "$model" "$fw" "$procs" "$threads" \
+        $((procs * batch)) "$med" "$(echo $all | xargs printf '%.0f ')"
     done
   done
 done
