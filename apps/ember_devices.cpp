@@ -1,7 +1,8 @@
 // ember-devices: what hardware this build of Ember can use — the CPU (model, cores, SIMD, threads, GEMM
 // kernel, from the CPU backend's describe()) and CUDA: whether the build has it, how many GPUs the driver
 // offers (name, compute capability, memory, driver/runtime/cuDNN versions), and whether --device cuda
-// works or exactly why not. Exit code 0 (with or without a GPU).
+// works or exactly why not; and the multi-process transports this build has (MPI, NCCL). Exit code 0 (with
+// or without a GPU).
 #include <thread>
 
 #include <ember/ember.h>
@@ -32,6 +33,8 @@ int main(int argc, char** argv) {
       std::printf("  --device cuda: not usable: %s (--device cpu works on every machine)\n", e.what());
     }
     std::printf("default device (--device auto): %s\n", Device::parse("auto").str().c_str());
+    // What several processes can train with (docs/distributed.md): MPI for CPU tensors, NCCL for CUDA ones.
+    std::printf("multi-process (mpirun -np N ember-train): %s\n", distributed::describe_backends().c_str());
     return 0;
   });
 }

@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
                "print the reference of every config key (docs/config.md is this output), then exit");
   if (const int code = app::parse_cli(cli, argc, argv); code >= 0) return code;
 
-  return app::run_main([&] {
+  const int code = app::run_main([&] {
     if (print_config_docs) {
       std::fputs(app::config_reference().c_str(), stdout);
       return 0;
@@ -63,6 +63,16 @@ int main(int argc, char** argv) {
     o.dry_run = dry_run;
     o.trace_batches = trace_batches;
     o.progress_bar = ::isatty(STDOUT_FILENO) != 0;
+    // Under a launcher (mpirun, srun): one of several data-parallel processes (apps/data_parallel.h); each
+    // takes the GPU of its local rank when the device is plain "cuda" (one process per GPU).
+    const distributed::Launch& launch = distributed::init();
+    if (launch.world_size > 1 && o.device.is_cuda() && o.device.index == 0 && cuda::device_count() > 1)
+      o.device.index = launch.local_rank % cuda::device_count();
     return app::run_training(o);
   });
+  // A failed process ends the whole job at once: the others would wait for it in their next collective.
+  // A stop by a signal (130/143) was agreed on by every rank, which all return it.
+  if (distributed::world_size() > 1 && code != 0 && code != 130 && code != 143) distributed::abort(code);
+  distributed::finalize();
+  return code;
 }

@@ -249,7 +249,9 @@ std::unique_ptr<Session> make_session(const TrainConfig& config, Device device, 
     s->train_loader = std::make_unique<data::DataLoader>(
         s->train_set, data::DataLoaderOptions{.batch_size = d.batch_size, .shuffle = d.shuffle,
                                               .num_workers = static_cast<int>(d.workers), .seed = config.seed,
-                                              .transforms = transforms(d, true), .pin_memory = device.is_cuda()});
+                                              .transforms = transforms(d, true), .pin_memory = device.is_cuda(),
+                                              // data parallel: this process's shard (apps/data_parallel.h)
+                                              .num_shards = distributed::world_size(), .shard = distributed::rank()});
     s->steps_per_epoch = optimizer_steps(s->train_loader->num_batches(), config.optimizer.accumulate_steps);
   }
   s->sample_shape = s->test_loader->input_shape();

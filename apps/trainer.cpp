@@ -8,9 +8,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
+#include "apps/data_parallel.h"
 #include "apps/progress.h"
 #include "apps/run_dir.h"
 #include "backends/log.h"
@@ -117,6 +119,7 @@ std::string save_checkpoint(Session& s, const Progress& p, const data::LoaderSta
   c.set("epoch_predictions", std::to_string(p.predictions));
   c.set("skipped", std::to_string(p.skipped));
   c.set("config_hash", hash);
+  c.set("world_size", std::to_string(distributed::world_size()));
   if (!s.corpus_fingerprint.empty()) c.set("corpus", s.corpus_fingerprint);
   const fs::path path = dir / checkpoint_name(p.step);
   try {
@@ -147,7 +150,15 @@ Progress restore(Session& s, const Checkpoint& c, const std::string& hash) {
   }
   c.restore_generator("global", default_generator());
   c.restore_generator("model", s.model_gen);
-  s.train_loader->load_state(data::LoaderState::parse(c.get("loader")));
+  const data::LoaderState position = data::LoaderState::parse(c.get("loader"));
+  const int64_t saved_world = c.has("world_size") ? std::stoll(c.get("world_size")) : 1;
+  // Mid-epoch, a loader position counts batches of this world size's shards: another one reads other examples.
+  if (saved_world != distributed::world_size() && position.batch != 0)
+    throw ConfigError(c.source() + " was written by " + std::to_string(saved_world) + " process(es) in the middle of "
+                      "an epoch (" + position.str() + "); resume it with " + std::to_string(saved_world) +
+                      " process(es), or resume from a checkpoint written at the end of an epoch "
+                      "(output.checkpoint_every_epochs), where any number of processes can take over");
+  s.train_loader->load_state(position);
   Progress p;
   p.epoch = std::stoll(c.get("epoch"));
   p.step = std::stoll(c.get("step"));
@@ -157,6 +168,10 @@ Progress restore(Session& s, const Checkpoint& c, const std::string& hash) {
   p.seen = std::stoll(c.get("epoch_seen"));
   p.predictions = c.has("epoch_predictions") ? std::stoll(c.get("epoch_predictions")) : p.seen;
   p.skipped = std::stoll(c.get("skipped"));
+  if (distributed::rank() != 0) {  // the checkpoint holds every rank's sums together: rank 0 carries them on
+    p.loss_sum = 0;
+    p.correct = p.seen = p.predictions = 0;
+  }
   return p;
 }
 
@@ -193,6 +208,21 @@ int64_t step_examples(int64_t first, int64_t accumulate, int64_t batches, int64_
   return std::min(last * batch_size, size) - first * batch_size;
 }
 
+namespace {
+// The running sums of every rank together (the same on all), for metrics and checkpoints.
+Progress global_progress(const DataParallel& dp, const Progress& p) {
+  if (dp.world() == 1) return p;
+  const std::vector<double> sums = dp.sum({p.loss_sum, static_cast<double>(p.correct), static_cast<double>(p.seen),
+                                           static_cast<double>(p.predictions)});
+  Progress g = p;
+  g.loss_sum = sums[0];
+  g.correct = static_cast<int64_t>(sums[1]);
+  g.seen = static_cast<int64_t>(sums[2]);
+  g.predictions = static_cast<int64_t>(sums[3]);
+  return g;
+}
+}  // namespace
+
 int run_training(const TrainOptions& o) {
   const TrainConfig& cfg = o.config;
   const fs::path dir = o.run_dir;
@@ -206,11 +236,19 @@ int run_training(const TrainOptions& o) {
     return 0;
   }
   const std::string hash = config_hash(cfg);
+  DataParallel dp(s);  // one of several processes under a launcher (apps/data_parallel.h); else a no-op
+  dp.check_same_config(hash);
+  if (!dp.root()) logger().set_level(spdlog::level::warn);  // rank 0 logs for the job
+  // Files are rank 0's; the others print nothing but warnings and errors.
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> null_out(dp.root() ? nullptr : std::fopen("/dev/null", "w"), &std::fclose);
+  std::FILE* const out = dp.root() ? o.out : null_out.get();
+  if (dp.world() > 1) logger().info("data parallel: {}", dp.describe(cfg.data.batch_size));
   Progress p;
   std::string last_checkpoint;  // the newest good one, for the NaN message
   bool checkpoint_is_current = false;  // last_checkpoint holds the state as it is now (no step since)
-  for (const auto& name : remove_stale_temporaries(dir))
-    logger().info("removed {}, left by a process killed while writing it", (dir / name).string());
+  if (dp.root())
+    for (const auto& name : remove_stale_temporaries(dir))
+      logger().info("removed {}, left by a process killed while writing it", (dir / name).string());
   if (o.resume) {
     std::vector<std::string> problems;
     const auto ckpt = newest_valid_checkpoint(dir, problems);
@@ -221,24 +259,32 @@ int run_training(const TrainOptions& o) {
     checkpoint_is_current = true;
     logger().info("resumed from {} (epochs done: {}, step {})", ckpt->source(), p.epoch, p.step);
   } else {
-    if (!list_checkpoints(dir).empty())
+    if (dp.root() && !list_checkpoints(dir).empty())
       throw ConfigError("the run directory " + dir.string() + " already holds checkpoints: continue it with --resume " +
                         dir.string() + ", or choose another with --out");
-    fs::create_directories(dir);
-    ember::save(*s.model, (dir / "init.safetensors").string());  // the weights before the first step
-    if (s.tokenizer) s.tokenizer->save((dir / "vocab.json").string());
+    if (dp.root()) {
+      fs::create_directories(dir);
+      ember::save(*s.model, (dir / "init.safetensors").string());  // the weights before the first step
+      if (s.tokenizer) s.tokenizer->save((dir / "vocab.json").string());
+    }
   }
-  write_file_atomic(dir / "config.yaml", to_yaml(cfg));
+  if (dp.root()) write_file_atomic(dir / "config.yaml", to_yaml(cfg));
   const std::string bits_unit = !s.tokenizer ? "bits_per_token"
                                 : s.tokenizer->type() == data::Tokenizer::Type::Char ? "bits_per_char"
                                                                                       : "bits_per_byte";
-  MetricsWriter metrics(dir, o.resume ? std::optional<int64_t>(p.epoch) : std::nullopt, bits_unit);
-  std::ofstream trace = open_trace(o.trace_batches, o.resume, p.step);
+  std::optional<MetricsWriter> metrics;
+  if (dp.root()) metrics.emplace(dir, o.resume ? std::optional<int64_t>(p.epoch) : std::nullopt, bits_unit);
+  std::ofstream trace = open_trace(dp.root() ? o.trace_batches : "", o.resume, p.step);
+  // Checkpoints hold every rank's running sums (collective: called at the same step on every rank).
+  const auto checkpoint = [&](const Progress& at, const data::LoaderState& position) {
+    const Progress all = global_progress(dp, at);
+    return dp.root() ? save_checkpoint(s, all, position, hash, dir) : std::string("(rank 0's)");
+  };
   logger().info("training on {}: {} train / {} test examples, {} steps per epoch, {} epochs, run directory {}",
              o.device.str(), s.train_set->size(), s.test_set->size(), s.steps_per_epoch, cfg.epochs, dir.string());
 
   SignalScope signals;
-  ProgressDisplay display(o.out, o.progress_bar, cfg.output.log_every_steps, s.steps_per_epoch, cfg.epochs, o.device);
+  ProgressDisplay display(out, o.progress_bar, cfg.output.log_every_steps, s.steps_per_epoch, cfg.epochs, o.device);
   const int64_t accumulate = cfg.optimizer.accumulate_steps;
   const int64_t batches = s.train_loader->num_batches();
   using clock = std::chrono::steady_clock;
@@ -273,7 +319,8 @@ int run_training(const TrainOptions& o) {
         checkpoint_is_current = false;
         if (micro == 0) {
           s.optimizer->zero_grad();
-          group_examples = step_examples(batch_index, accumulate, batches, cfg.data.batch_size, s.train_set->size());
+          group_examples = step_examples(batch_index, accumulate, batches, cfg.data.batch_size,
+                                         s.train_loader->epoch_size());
           group_bad = false;
           group_loss = 0;
           group_indices.clear();
@@ -285,9 +332,14 @@ int run_training(const TrainOptions& o) {
         const int64_t n = batch.target.size(0);
         if (!group_bad) {
           const Tensor input = batch.input.to(o.device), target = batch.target.to(o.device);
-          const Tensor output = s.model->forward(input);
+          const Tensor output = dp.train_module().forward(input);
           const Tensor loss = task_loss(cfg, output, target);
-          const double value = loss.item<double>();
+          double value = loss.item<double>();
+          // With skip_nonfinite every rank must take the same branch (a backward on some ranks only would wait
+          // for the others' gradients): a non-finite loss anywhere is non-finite everywhere. Without it, the
+          // rank that meets one throws, and the job ends with it.
+          if (cfg.skip_nonfinite && dp.any(!std::isfinite(value)) && std::isfinite(value))
+            value = std::numeric_limits<double>::quiet_NaN();
           if (!std::isfinite(value)) {
             if (!cfg.skip_nonfinite)
               detail::throw_error("step ", p.step + 1, " (epoch ", p.epoch + 1, "): the loss is ", value, ". ",
@@ -301,6 +353,9 @@ int run_training(const TrainOptions& o) {
           } else {
             // Weighted by the micro-batch's share of the step's examples: the accumulated gradient is that of
             // the mean loss over all of them (one batch of accumulate × batch_size).
+            // Gradients are averaged across ranks on the step's last micro-batch only.
+            const bool last_micro = micro + 1 == accumulate || batch_index + 1 == batches;
+            const auto local_only = last_micro ? std::nullopt : dp.no_sync();
             if (accumulate == 1) loss.backward();
             else (loss * (static_cast<double>(n) / static_cast<double>(group_examples))).backward();
             group_loss += value * static_cast<double>(n) / static_cast<double>(group_examples);
@@ -328,33 +383,35 @@ int run_training(const TrainOptions& o) {
         p.seconds = seconds_before + std::chrono::duration<double>(clock::now() - started).count();
         display.step(p.epoch + 1, in_epoch, p.step, group_loss, current_lr(s), p.seen, p.seconds);
         position = s.train_loader->state();
-        const bool stop = g_signal.load() != 0;
+        const bool stop = dp.any(g_signal.load() != 0);  // a signal to any rank stops all at the same step
         if (stop || (cfg.output.checkpoint_every_steps > 0 && p.step % cfg.output.checkpoint_every_steps == 0)) {
           flush_correct();
-          last_checkpoint = save_checkpoint(s, p, position, hash, dir);
+          last_checkpoint = checkpoint(p, position);
           checkpoint_is_current = true;
         }
         if (stop) {
           display.clear();
-          std::fprintf(o.out, "%s at step %lld: wrote %s; continue with: ember-train --resume %s\n",
-                       g_signal.load() == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)",
+          const int sig = dp.any(g_signal.load() == SIGINT) ? SIGINT : SIGTERM;
+          std::fprintf(out, "%s at step %lld: wrote %s; continue with: ember-train --resume %s\n",
+                       sig == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)",
                        static_cast<long long>(p.step), last_checkpoint.c_str(), dir.string().c_str());
-          std::fflush(o.out);
-          return 128 + g_signal.load();
+          std::fflush(out);
+          return 128 + sig;
         }
       }
       display.clear();
       flush_correct();
-      const double seen = static_cast<double>(std::max<int64_t>(p.seen, 1));
+      const Progress all = global_progress(dp, p);
+      const double seen = static_cast<double>(std::max<int64_t>(all.seen, 1));
       MetricsRow row;
       row.epoch = p.epoch + 1;
       row.step = p.step;
       row.lr = current_lr(s);
-      row.train_loss = p.loss_sum / seen;
-      row.samples_per_sec = static_cast<double>(p.seen) / std::max(p.seconds, 1e-9);
+      row.train_loss = all.loss_sum / seen;
+      row.samples_per_sec = static_cast<double>(all.seen) / std::max(p.seconds, 1e-9);
       row.seconds = p.seconds;
       if (cfg.task != "regression")
-        row.train_accuracy = static_cast<double>(p.correct) / static_cast<double>(std::max<int64_t>(p.predictions, 1));
+        row.train_accuracy = static_cast<double>(all.correct) / static_cast<double>(std::max<int64_t>(all.predictions, 1));
       const bool last = p.epoch + 1 == cfg.epochs;
       if (cfg.eval_every_epochs > 0 && ((p.epoch + 1) % cfg.eval_every_epochs == 0 || last)) {
         const EvalResult r = evaluate(*s.model, *s.test_loader, o.device, cfg);
@@ -365,22 +422,28 @@ int run_training(const TrainOptions& o) {
           row.test_perplexity = std::exp(r.loss);
         }
       }
-      end_epoch_schedule(s, row.test_loss.value_or(row.train_loss));
-      metrics.append(row);
+      end_epoch_schedule(s, dp.from_root(row.test_loss.value_or(row.train_loss)));  // the same LR on every rank
+      if (metrics) metrics->append(row);
       display.epoch_summary(row, cfg.task, bits_unit == "bits_per_char" ? "bits/char" : bits_unit == "bits_per_byte" ? "bits/byte" : "bits/token");
       p = Progress{.epoch = p.epoch + 1, .step = p.step, .skipped = p.skipped};
       const int64_t every = cfg.output.checkpoint_every_epochs;
       checkpoint_is_current = last || (every > 0 && p.epoch % every == 0);
-      if (checkpoint_is_current) last_checkpoint = save_checkpoint(s, p, s.train_loader->state(), hash, dir);
+      if (checkpoint_is_current) last_checkpoint = checkpoint(p, s.train_loader->state());
     } catch (const DataError& e) {
       // A dataset read or a loader worker failed (training batches or the evaluation). The loader stopped
       // and joined its workers before the error got here; p and `position` are the last completed step.
       display.clear();
       flush_correct();
+      // Several processes: this rank's data failed while the others go on; the job ends (ember-train aborts
+      // it) and resumes from the last checkpoint — no collective checkpoint is possible from here.
+      if (dp.world() > 1)
+        throw Error("rank " + std::to_string(dp.rank()) + ": " + e.what() + "; the job stops: once the data reads " +
+                    "again, continue with: ember-train --resume " + dir.string() +
+                    (last_checkpoint.empty() ? std::string(" (no checkpoint was written yet: start over)") : ""));
       throw Error(stop_on_data_failure(s, p, position, hash, dir, last_checkpoint, checkpoint_is_current, e));
     }
   }
-  std::fprintf(o.out, "done: %lld steps%s; checkpoint %s, metrics %s\n", static_cast<long long>(p.step),
+  std::fprintf(out, "done: %lld steps%s; checkpoint %s, metrics %s\n", static_cast<long long>(p.step),
                p.skipped > 0 ? (", " + std::to_string(p.skipped) + " skipped (non-finite loss)").c_str() : "",
                last_checkpoint.c_str(), (dir / "metrics.jsonl").string().c_str());
   return 0;

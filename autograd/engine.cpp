@@ -2,7 +2,9 @@
 // Also the graph-building helpers of node.h, SavedTensor, and the Tensor methods backward/detach.
 #include <algorithm>
 #include <atomic>
+#include <unordered_map>
 
+#include "autograd/hooks.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
 #include "core/raw.h"
@@ -95,6 +97,62 @@ void SavedTensor::release() {
   released_ = true;
 }
 
+// --- hooks (hooks.h) ---------------------------------------------------------------------------------
+namespace {
+std::atomic<uint64_t> g_live_hooks{0};
+std::atomic<uint64_t> g_next_hook_id{1};
+thread_local std::vector<std::function<void()>>* t_callbacks = nullptr;  // the running backward's queue
+
+void fire_grad_ready_hooks(const std::shared_ptr<TensorImpl>& leaf) {
+  if (!leaf->grad_hooks || leaf->grad_hooks->hooks.empty()) return;
+  const auto hooks = leaf->grad_hooks->hooks;  // a copy: a hook may remove itself
+  const Tensor t(leaf);
+  for (const auto& entry : hooks) entry.second(t);
+}
+}  // namespace
+
+namespace detail {
+uint64_t live_grad_hooks() { return g_live_hooks.load(std::memory_order_relaxed); }
+}  // namespace detail
+
+HookHandle add_grad_ready_hook(const Tensor& leaf, GradReadyHook hook) {
+  EMBER_CHECK(leaf.defined() && leaf.requires_grad() && !leaf.impl().grad_fn, "add_grad_ready_hook: the tensor ",
+              leaf.defined() ? "(shape " + leaf.shape().str() + ") " : std::string(),
+              "is not a leaf that requires grad; hooks go on parameters (requires_grad_() tensors made by the "
+              "user, not results of ops)");
+  TensorImpl& impl = leaf.impl();
+  if (!impl.grad_hooks) impl.grad_hooks = std::make_shared<GradHooks>();
+  const uint64_t id = g_next_hook_id.fetch_add(1, std::memory_order_relaxed);
+  impl.grad_hooks->hooks.emplace_back(id, std::move(hook));
+  g_live_hooks.fetch_add(1, std::memory_order_relaxed);
+  return HookHandle(leaf.impl_ptr(), id);
+}
+
+void HookHandle::remove() {
+  if (id_ == 0) return;
+  if (auto leaf = leaf_.lock(); leaf && leaf->grad_hooks) {
+    auto& hooks = leaf->grad_hooks->hooks;
+    std::erase_if(hooks, [this](const auto& entry) { return entry.first == id_; });
+  }
+  g_live_hooks.fetch_sub(1, std::memory_order_relaxed);  // a dead leaf's hooks died with it: count them out
+  id_ = 0;
+}
+
+HookHandle& HookHandle::operator=(HookHandle&& other) noexcept {
+  if (this != &other) {
+    remove();
+    leaf_ = std::move(other.leaf_);
+    id_ = std::exchange(other.id_, 0);
+  }
+  return *this;
+}
+
+void queue_callback(std::function<void()> fn) {
+  EMBER_CHECK(t_callbacks != nullptr, "autograd::queue_callback: called outside a backward; call it from a "
+              "grad-ready hook (autograd/hooks.h)");
+  t_callbacks->push_back(std::move(fn));
+}
+
 // --- the engine ----------------------------------------------------------------------------------------
 class Engine {
  public:
@@ -104,7 +162,33 @@ class Engine {
   static void topological_order(Node* root, std::vector<Node*>& order);
   static Tensor check_gradient(Tensor grad, const Edge& edge, const Node& node, size_t input);
   static void accumulate_into_leaf(TensorImpl& leaf, Tensor grad);
+  // For the leaves with grad-ready hooks: (index in `order` of the last node with an edge to it, that
+  // edge's index, the leaf), sorted — the hook fires after that node.
+  struct Ready {
+    size_t node, edge;
+    std::shared_ptr<TensorImpl> leaf;
+  };
+  static std::vector<Ready> ready_points(const std::vector<Node*>& order);
+  static void run_node(Node& node, Tensor grad, std::vector<Tensor>& grads, bool retain_graph);
 };
+
+std::vector<Engine::Ready> Engine::ready_points(const std::vector<Node*>& order) {
+  std::unordered_map<TensorImpl*, Ready> last;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const std::vector<Edge>& next = order[k]->next;
+    for (size_t e = 0; e < next.size(); ++e) {
+      const std::shared_ptr<TensorImpl>& leaf = next[e].leaf;
+      if (leaf && leaf->grad_hooks && !leaf->grad_hooks->hooks.empty()) last[leaf.get()] = Ready{k, e, leaf};
+    }
+  }
+  std::vector<Ready> out;
+  out.reserve(last.size());
+  for (auto& entry : last) out.push_back(std::move(entry.second));
+  std::sort(out.begin(), out.end(), [](const Ready& a, const Ready& b) {
+    return a.node != b.node ? a.node < b.node : a.edge < b.edge;
+  });
+  return out;
+}
 
 // Appends to `order` the nodes reachable from `root`, each after every node it sends gradients to
 // (reverse DFS post-order). Iterative, so a graph thousands of ops deep does not overflow the stack.
@@ -153,8 +237,22 @@ void Engine::accumulate_into_leaf(TensorImpl& leaf, Tensor grad) {
 void Engine::run(const Tensor& root, const Tensor& root_grad, bool retain_graph) {
   AutoGradMode no_grad(false);  // backward formulas record nothing
   TensorImpl& root_impl = root.impl();
+  std::vector<std::function<void()>> callbacks;  // queue_callback's, for this backward
+  struct CallbackScope {
+    std::vector<std::function<void()>>* previous = t_callbacks;
+    explicit CallbackScope(std::vector<std::function<void()>>* mine) { t_callbacks = mine; }
+    ~CallbackScope() { t_callbacks = previous; }
+  } callback_scope(&callbacks);
+  const auto run_callbacks = [&callbacks] {
+    for (size_t i = 0; i < callbacks.size(); ++i) {  // by index: a callback may queue another
+      std::function<void()> fn = std::move(callbacks[i]);
+      fn();
+    }
+  };
   if (!root_impl.grad_fn) {  // a leaf: its gradient is the given one
     accumulate_into_leaf(root_impl, root_grad);
+    fire_grad_ready_hooks(root.impl_ptr());
+    run_callbacks();
     return;
   }
   // Scratch vectors reused across calls (swapped out, so a backward inside a backward gets its own).
@@ -165,28 +263,19 @@ void Engine::run(const Tensor& root, const Tensor& root_grad, bool retain_graph)
   order.clear();
   topological_order(root_impl.grad_fn.get(), order);
   root_impl.grad_fn->pending_grad_ = root_grad;
+  std::vector<Ready> ready;
+  if (detail::live_grad_hooks() > 0) ready = ready_points(order);
+  size_t next_ready = 0;
   try {
-    for (Node* node : order) {
+    for (size_t k = 0; k < order.size(); ++k) {
+      Node* node = order[k];
       Tensor grad = std::move(node->pending_grad_);
       node->pending_grad_ = Tensor();
-      if (!grad.defined()) continue;  // no gradient reached this node
-      grads.assign(node->next.size(), Tensor());
-      node->backward(grad, grads.data());
-      grad = Tensor();  // a view of it may be among grads: unshared, it can become a leaf's .grad uncopied
-      if (!retain_graph) node->release();
-      for (size_t i = 0; i < grads.size(); ++i) {
-        const Edge& edge = node->next[i];
-        if (!edge.needed() || !grads[i].defined()) continue;
-        Tensor g = check_gradient(std::move(grads[i]), edge, *node, i);
-        if (edge.leaf) {
-          accumulate_into_leaf(*edge.leaf, std::move(g));
-        } else if (edge.fn->pending_grad_.defined()) {
-          edge.fn->pending_grad_ = raw::binary(BinaryOp::add, edge.fn->pending_grad_, g);
-        } else {
-          edge.fn->pending_grad_ = std::move(g);
-        }
-      }
+      if (grad.defined()) run_node(*node, std::move(grad), grads, retain_graph);  // else: no gradient reached this node
+      for (; next_ready < ready.size() && ready[next_ready].node == k; ++next_ready)
+        fire_grad_ready_hooks(ready[next_ready].leaf);
     }
+    run_callbacks();
   } catch (...) {
     for (Node* node : order) node->pending_grad_ = Tensor();  // leave no half-run state behind
     throw;
@@ -194,6 +283,27 @@ void Engine::run(const Tensor& root, const Tensor& root_grad, bool retain_graph)
   grads.clear();
   order_buffer = std::move(order);
   grads_buffer = std::move(grads);
+}
+
+// Runs one node's backward and sends its input gradients on: into leaves, or summed into the pending
+// gradient of the nodes that produced the inputs.
+void Engine::run_node(Node& node, Tensor grad, std::vector<Tensor>& grads, bool retain_graph) {
+  grads.assign(node.next.size(), Tensor());
+  node.backward(grad, grads.data());
+  grad = Tensor();  // a view of it may be among grads: unshared, it can become a leaf's .grad uncopied
+  if (!retain_graph) node.release();
+  for (size_t i = 0; i < grads.size(); ++i) {
+    const Edge& edge = node.next[i];
+    if (!edge.needed() || !grads[i].defined()) continue;
+    Tensor g = check_gradient(std::move(grads[i]), edge, node, i);
+    if (edge.leaf) {
+      accumulate_into_leaf(*edge.leaf, std::move(g));
+    } else if (edge.fn->pending_grad_.defined()) {
+      edge.fn->pending_grad_ = raw::binary(BinaryOp::add, edge.fn->pending_grad_, g);
+    } else {
+      edge.fn->pending_grad_ = std::move(g);
+    }
+  }
 }
 
 }  // namespace ember::autograd

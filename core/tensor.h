@@ -23,6 +23,7 @@ namespace ember {
 
 namespace autograd {
 class Node;
+struct GradHooks;
 }
 
 struct TensorOptions {
@@ -43,6 +44,8 @@ struct TensorImpl {
   std::shared_ptr<TensorImpl> grad;
   std::shared_ptr<autograd::Node> grad_fn;
   uint32_t output_nr = 0;  // which output of grad_fn this tensor is
+  // Leaves only: what runs once a backward has accumulated all of this leaf's gradient (autograd/hooks.h).
+  std::shared_ptr<autograd::GradHooks> grad_hooks;
 };
 
 class Tensor {

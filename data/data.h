@@ -5,5 +5,6 @@
 #include "data/dataset.h"
 #include "data/idx.h"
 #include "data/loader.h"
+#include "data/shard.h"
 #include "data/text.h"
 #include "data/transforms.h"

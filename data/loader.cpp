@@ -8,6 +8,7 @@
 #include "core/raw.h"
 #include "data/prefetch.h"
 #include "data/random.h"
+#include "data/shard.h"
 
 namespace ember::data {
 namespace {
@@ -53,13 +54,18 @@ DataLoader::DataLoader(DatasetPtr dataset, DataLoaderOptions options)
   EMBER_CHECK(options_.num_workers >= 0, "DataLoader: num_workers is ", options_.num_workers,
               "; use 0 (build batches on the calling thread) or more");
   EMBER_CHECK(options_.prefetch >= 1, "DataLoader: prefetch is ", options_.prefetch, "; it must be >= 1");
+  EMBER_CHECK(options_.num_shards >= 1 && options_.shard >= 0 && options_.shard < options_.num_shards,
+              "DataLoader: shard ", options_.shard, " of num_shards ", options_.num_shards,
+              "; use 0 <= shard < num_shards (the process's rank and the world size)");
   workspaces_.resize(options_.num_workers + 1);
 }
 
 DataLoader::~DataLoader() { stop(); }
 
+int64_t DataLoader::epoch_size() const { return shard_size(dataset_->size(), options_.num_shards); }
+
 int64_t DataLoader::num_batches() const {
-  const int64_t n = dataset_->size(), b = options_.batch_size;
+  const int64_t n = epoch_size(), b = options_.batch_size;
   return options_.drop_last ? n / b : (n + b - 1) / b;
 }
 
@@ -98,6 +104,7 @@ void DataLoader::start_epoch() {
     epoch->order.resize(dataset_->size());
     std::iota(epoch->order.begin(), epoch->order.end(), int64_t{0});
   }
+  if (options_.num_shards > 1) epoch->order = shard_order(epoch->order, options_.shard, options_.num_shards);
   epoch->transform_key = mix_key(start.rng.seed, static_cast<uint64_t>(start.epoch));
   next_epoch_ = start.epoch + 1;
   epoch_ = epoch;
@@ -110,7 +117,7 @@ void DataLoader::start_epoch() {
 }
 
 Batch DataLoader::produce(const Epoch& epoch, int64_t batch, int workspace) const {
-  const int64_t n = dataset_->size(), first = batch * options_.batch_size;
+  const auto n = static_cast<int64_t>(epoch.order.size()), first = batch * options_.batch_size;
   const int64_t count = std::min(options_.batch_size, n - first);
   const std::span<const int64_t> indices(epoch.order.data() + first, static_cast<size_t>(count));
   return collator_.make(indices, epoch.transform_key, workspaces_[workspace]);
@@ -118,7 +125,7 @@ Batch DataLoader::produce(const Epoch& epoch, int64_t batch, int workspace) cons
 
 std::vector<int64_t> DataLoader::batch_indices() const {
   if (!epoch_ || !has_current_ || delivered_ < 1) return {};
-  const int64_t n = dataset_->size(), first = (delivered_ - 1) * options_.batch_size;
+  const auto n = static_cast<int64_t>(epoch_->order.size()), first = (delivered_ - 1) * options_.batch_size;
   const int64_t count = std::min(options_.batch_size, n - first);
   return {epoch_->order.begin() + first, epoch_->order.begin() + first + count};
 }

@@ -46,6 +46,10 @@ struct DataLoaderOptions {
   // Batches in page-locked memory, so that batch.input.to(cuda) does not wait for the GPU (PyTorch's
   // pin_memory). Used when `allocator` is null and CUDA is usable; ignored otherwise.
   bool pin_memory = false;
+  // Data-parallel training (data/shard.h): this process reads shard `shard` of `num_shards` of every epoch
+  // (its rank and the world size); num_batches() and state() then count this shard's batches.
+  int64_t num_shards = 1;
+  int64_t shard = 0;
 };
 
 // Where a loader stands: the next `for` yields batches `batch`, `batch`+1, ... of epoch `epoch`, whose
@@ -100,6 +104,7 @@ class DataLoader {
   std::default_sentinel_t end() const { return {}; }
 
   int64_t num_batches() const;  // per epoch
+  int64_t epoch_size() const;   // examples per epoch: the dataset's, or its shard's
   int64_t batch_size() const { return options_.batch_size; }
   const Dataset& dataset() const { return *dataset_; }
   const DataLoaderOptions& options() const { return options_; }

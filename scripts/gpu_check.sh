@@ -4,7 +4,9 @@
 #   1. ember-devices;
 #   2. the whole test suite but the `long` label, the CPU-vs-CUDA parity suite included (label cuda);
 #   3. ember-train on both shipped configs with --device cuda;
-#   4. ember-bench --device both on both configs (speed-up, loss difference), --find-max-batch on the MLP.
+#   4. ember-bench --device both on both configs (speed-up, loss difference), --find-max-batch on the MLP;
+#   5. NCCL as one rank: collectives on CUDA tensors and DistributedDataParallel on the GPU
+#      (test_distributed's Nccl case; under mpirun too where the machine has Open MPI).
 # Exit status: the number of stages that failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -33,11 +35,17 @@ stage() {  # stage NAME COMMAND...: runs it, appends its output to the log, coun
   [ $rc -eq 0 ] || failed=$((failed + 1))
 }
 stage devices build-gpu/apps/ember-devices
-stage tests ctest --test-dir build-gpu -LE long -j8 --timeout 300 --output-on-failure
+skip='long'
+command -v mpirun >/dev/null || skip='long|mpi'  # the mpi label needs Open MPI's mpirun on this machine
+stage tests ctest --test-dir build-gpu -LE "$skip" -j8 --timeout 300 --output-on-failure
 stage train_mlp build-gpu/apps/ember-train --config configs/fashion_mlp.yaml --device cuda --set "$data" --out "$runs/mlp"
 stage train_cnn build-gpu/apps/ember-train --config configs/fashion_cnn.yaml --device cuda --set "$data" --out "$runs/cnn"
 stage bench_mlp build-gpu/apps/ember-bench --config configs/fashion_mlp.yaml --device both --steps 200 --warmup 20 --json
 stage bench_cnn build-gpu/apps/ember-bench --config configs/fashion_cnn.yaml --device both --steps 100 --warmup 10 --json
+stage nccl_one_rank build-gpu/tests/test_distributed --gtest_filter='Nccl.*'
+if command -v mpirun >/dev/null; then
+  stage nccl_mpirun_one_rank mpirun -np 1 --allow-run-as-root build-gpu/tests/test_distributed --gtest_filter='Nccl.*'
+fi
 stage max_batch build-gpu/apps/ember-bench --config configs/fashion_mlp.yaml --device cuda --find-max-batch --max-batch 4194304
 cp "$runs/mlp/metrics.jsonl" "$out/mlp_metrics.jsonl" 2>/dev/null
 cp "$runs/cnn/metrics.jsonl" "$out/cnn_metrics.jsonl" 2>/dev/null

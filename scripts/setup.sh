@@ -15,6 +15,7 @@ packages=(
   libgtest-dev libbenchmark-dev # tests and microbenchmarks
   cppcheck clang-tidy           # static analysis (scripts/lint.sh)
   clang libclang-rt-dev libomp-dev  # the fuzz targets (scripts/fuzz.sh): libFuzzer's runtime, clang's OpenMP
+  libopenmpi-dev openmpi-bin    # multi-process training (distributed/) and its mpirun tests
   dataset-fashion-mnist         # the default training data (/usr/share/datasets/fashion-mnist)
   fortunes                      # the default text for language models (/usr/share/games/fortunes)
 )

@@ -3,6 +3,7 @@
 // Per-op gradients are in test_gradcheck.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <thread>
@@ -293,6 +294,37 @@ TEST(Autograd, TrainingLoopMemoryIsStable) {
   // A graph dropped without a backward is freed too (saved outputs make no reference cycle).
   for (int i = 0; i < 1000; ++i) (void)exp(matmul(x, w1)).sum();
   EXPECT_EQ(memory_stats(kCPU).allocated, warm);
+}
+
+
+// --- grad-ready hooks and backward callbacks (autograd/hooks.h) -------------------------------------------
+
+TEST(GradReadyHooks, FireOnceAfterTheLastContributionThenCallbacks) {
+  Tensor w = from_vector(std::vector<float>{1, 2}, {2}).requires_grad_();
+  Tensor v = from_vector(std::vector<float>{3, 4}, {2}).requires_grad_();
+  std::vector<std::string> events;
+  std::vector<float> w_grad_seen;
+  auto hw = autograd::add_grad_ready_hook(w, [&](const Tensor& leaf) {
+    events.push_back("w");
+    w_grad_seen = leaf.grad().to_vector<float>();
+    autograd::queue_callback([&] { events.push_back("end"); });
+  });
+  auto hv = autograd::add_grad_ready_hook(v, [&](const Tensor&) { events.push_back("v"); });
+  // w is used three times: its hook sees the sum of all three contributions (1 + v + 2w).
+  Tensor y = (w + w * v + w * w).sum();
+  y.backward();
+  EXPECT_EQ(std::count(events.begin(), events.end(), "w"), 1);
+  EXPECT_EQ(std::count(events.begin(), events.end(), "v"), 1);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back(), "end");  // the queued callback runs after every node and hook
+  EXPECT_EQ(w_grad_seen, (std::vector<float>{1 + 3 + 2, 1 + 4 + 4}));
+  // Removed hooks stay silent; a graph that skips v does not fire v's.
+  events.clear();
+  hw.remove();
+  (w * 2).sum().backward();
+  EXPECT_TRUE(events.empty());
+  EXPECT_MESSAGE_HAS(error_of([] { autograd::queue_callback([] {}); }), "outside a backward");
+  EXPECT_MESSAGE_HAS(error_of([&] { (void)autograd::add_grad_ready_hook(w * 2, [](const Tensor&) {}); }), "not a leaf");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // Everything a user program needs: #include <ember/ember.h>. It pulls in no third-party header (no spdlog,
 // no fmt): Ember's log is internal (backends/log.h, `ember::logger()`, level from EMBER_LOG_LEVEL).
 #include "autograd/gradcheck.h"
+#include "autograd/hooks.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
 #include "backends/cuda_info.h"
@@ -10,6 +11,7 @@
 #include "core/safetensors.h"
 #include "core/tensor.h"
 #include "data/data.h"
+#include "distributed/distributed.h"
 #include "nn/functional.h"
 #include "nn/causal_lm.h"
 #include "nn/generation.h"
