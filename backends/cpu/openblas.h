@@ -5,7 +5,7 @@
 // its SSE3 (Prescott) kernels, 4-5× slower (upstream issue #4267). It reads OPENBLAS_CORETYPE once, in its
 // library constructor — before any code of a program that links it can run. Loading it with dlopen lets
 // Ember set OPENBLAS_CORETYPE=SkylakeX first on CPUs with AVX-512 (unless the user set a value), so it is
-// fast as installed. The OpenMP build (libopenblas0-openmp) is preferred: it shares Ember's thread pool.
+// fast as installed. Ember calls it single-threaded and splits GEMMs across its own pool (gemm, parallel.h).
 #include <cstdint>
 #include <string>
 
