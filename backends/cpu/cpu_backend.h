@@ -1,6 +1,7 @@
 #pragma once
 // The CPU backend: loops over the shared functors of backends/kernels.h on Ember's thread pool
-// (parallel.h), OpenBLAS GEMM, and a caching allocator. It is the reference every other backend is checked against.
+// (parallel.h), OpenBLAS GEMM, and a caching allocator. It is the reference every other backend is
+// checked against.
 #include "backends/backend.h"
 #include "backends/caching_allocator.h"
 
