@@ -305,7 +305,8 @@ template <> EMBER_HOST_DEVICE double uniform01<double>(const Philox4& r) {
 
 // Element `index` of a draw: one Philox block per element, so the value depends on nothing else.
 template <RandomOp op, typename T>
-EMBER_HOST_DEVICE T random_from_block(const Philox4& r, double a, double b) {
+EMBER_HOST_DEVICE T random_element(uint64_t seed, uint64_t index, double a, double b) {
+  const Philox4 r = philox4x32_10(seed, index);
   if constexpr (op == RandomOp::uniform) return static_cast<T>(a + (b - a) * uniform01<T>(r));
   if constexpr (op == RandomOp::bernoulli) return uniform01<T>(r) < static_cast<T>(a) ? T(1) : T(0);
   if constexpr (op == RandomOp::normal) {
@@ -316,39 +317,6 @@ EMBER_HOST_DEVICE T random_from_block(const Philox4& r, double a, double b) {
     return static_cast<T>(a + b * z);
     // cppcheck-suppress missingReturn ; every RandomOp has a branch (if constexpr)
   }
-}
-
-template <RandomOp op, typename T>
-EMBER_HOST_DEVICE T random_element(uint64_t seed, uint64_t index, double a, double b) {
-  return random_from_block<op, T>(philox4x32_10(seed, index), a, b);
-}
-
-// The blocks of W consecutive counters [first, first + W) at once, word by word (structure of arrays), so a
-// compiler vectorises the rounds: the same words as W calls of philox4x32_10, 3-5x faster on the CPU.
-template <int W>
-inline void philox4x32_10_lanes(uint64_t seed, uint64_t first, Philox4 (&out)[W]) {
-  uint32_t c0[W], c1[W], c2[W], c3[W];
-  for (int j = 0; j < W; ++j) {
-    const uint64_t index = first + static_cast<uint64_t>(j);
-    c0[j] = static_cast<uint32_t>(index);
-    c1[j] = static_cast<uint32_t>(index >> 32);
-    c2[j] = 0;
-    c3[j] = 0;
-  }
-  uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
-  for (int round = 0; round < 10; ++round) {
-    for (int j = 0; j < W; ++j) {
-      const uint64_t p0 = uint64_t{0xD2511F53u} * c0[j], p1 = uint64_t{0xCD9E8D57u} * c2[j];
-      const uint32_t n0 = static_cast<uint32_t>(p1 >> 32) ^ c1[j] ^ k0, n2 = static_cast<uint32_t>(p0 >> 32) ^ c3[j] ^ k1;
-      c0[j] = n0;
-      c1[j] = static_cast<uint32_t>(p1);
-      c2[j] = n2;
-      c3[j] = static_cast<uint32_t>(p0);
-    }
-    k0 += 0x9E3779B9u;
-    k1 += 0xBB67AE85u;
-  }
-  for (int j = 0; j < W; ++j) out[j] = {{c0[j], c1[j], c2[j], c3[j]}};
 }
 
 // --- host-side dispatch: runtime enum → template argument ---------------------------------------------

@@ -248,26 +248,6 @@ TEST(Generator, PhiloxKnownAnswer) {
   EXPECT_EQ(r.v[3], 0x9b00dbd8u);
 }
 
-TEST(Generator, PhiloxLanesEqualOneBlockPerCounter) {
-  // The CPU's vectorised form (16 counters at once) gives the same words as the per-element function the
-  // CUDA kernels use, including across the 32-bit carry of the counter.
-  for (const uint64_t first : {uint64_t{0}, uint64_t{0xFFFFFFF8u}, uint64_t{123456789012345}}) {
-    kernels::Philox4 lanes[16];
-    kernels::philox4x32_10_lanes<16>(0x0123456789ABCDEFull, first, lanes);
-    for (int j = 0; j < 16; ++j) {
-      const kernels::Philox4 one = kernels::philox4x32_10(0x0123456789ABCDEFull, first + j);
-      for (int w = 0; w < 4; ++w) EXPECT_EQ(lanes[j].v[w], one.v[w]) << "counter " << first + j << " word " << w;
-    }
-  }
-  // And so a draw whose length is not a multiple of 16 equals the per-element formula everywhere.
-  Generator g(7);
-  g.advance(3);
-  const uint64_t offset = g.state().offset;
-  const auto u = rand({37}, {}, &g).to_vector<float>();
-  for (int i = 0; i < 37; ++i)
-    EXPECT_EQ(u[i], (kernels::random_element<RandomOp::uniform, float>(g.seed(), offset + i, 0.0, 1.0))) << i;
-}
-
 TEST(Generator, Distributions) {
   Generator g(1);
   const auto u = rand({100000}, {.dtype = DType::f64}, &g).to_vector<double>();

@@ -51,14 +51,7 @@ void CpuBackend::random(RandomOp op, const TensorArg& out, uint64_t seed, uint64
     const auto run = [&](auto op_c) {
       constexpr RandomOp kOp = decltype(op_c)::value;
       parallel_for(out.numel(), 4096, [&](int64_t begin, int64_t end) {
-        constexpr int W = 16;
-        int64_t i = begin;
-        for (; i + W <= end; i += W) {
-          kernels::Philox4 r[W];
-          kernels::philox4x32_10_lanes<W>(seed, offset + i, r);
-          for (int j = 0; j < W; ++j) o[i + j] = kernels::random_from_block<kOp, T>(r[j], a, b);
-        }
-        for (; i < end; ++i) o[i] = kernels::random_element<kOp, T>(seed, offset + i, a, b);
+        for (int64_t i = begin; i < end; ++i) o[i] = kernels::random_element<kOp, T>(seed, offset + i, a, b);
       });
     };
     kernels::dispatch_random_op(op, run);
