@@ -1,11 +1,11 @@
 // nn::functional against PyTorch: each case's inputs, output and input gradients (of sum(y * r)) come
-// from tests/data/nn_golden.safetensors (tools/make_nn_golden.py), in f64. Each case also passes
-// gradcheck. Then the error messages users can hit.
+// from tests/data/nn_golden.safetensors (tools/make_nn_golden.py), in f64 (helpers: nn_golden_cases.h).
+// Each case also passes gradcheck. Then the error messages users can hit. The losses: test_nn_losses.cpp.
 #include <gtest/gtest.h>
 
 #include <ember/ember.h>
 
-#include "f32_softmax_goldens.h"
+#include "nn_golden_cases.h"
 #include "test_helpers.h"
 
 #include <algorithm>
@@ -23,85 +23,7 @@
 #include "nn/layers.h"
 
 using namespace ember;
-namespace F = ember::nn::functional;
-
-namespace {
-
-Tensor get(const std::string& name) { return test::golden("nn_golden.safetensors", name); }
-
-void expect_close(const Tensor& actual, const Tensor& expected, const std::string& what, double tol = 1e-10) {
-  ASSERT_EQ(actual.shape(), expected.shape()) << what;
-  const auto a = actual.to_vector<double>(), e = expected.to_vector<double>();
-  for (size_t i = 0; i < a.size(); ++i)
-    ASSERT_NEAR(a[i], e[i], tol * (1 + std::abs(e[i]))) << what << " element " << i;
-}
-
-using Op = std::function<Tensor(const std::map<std::string, Tensor>&)>;
-
-// Runs `op` on the case's inputs `names` (leaves requiring grad where floating), compares the output and
-// every input gradient with PyTorch's, then runs gradcheck on the same inputs.
-void check_case(const std::string& name, const std::vector<std::string>& names, const Op& op, bool grad_check = true) {
-  SCOPED_TRACE(name);
-  std::map<std::string, Tensor> in;
-  for (const auto& n : names) {
-    Tensor t = get(name + "." + n).clone();
-    if (is_floating(t.dtype())) t.requires_grad_();
-    in[n] = t;
-  }
-  const Tensor y = op(in);
-  expect_close(y, get(name + ".y"), name + " forward");
-  sum(y * get(name + ".r")).backward();
-  for (const auto& n : names)
-    if (in[n].requires_grad()) expect_close(in[n].grad(), get(name + ".g" + n), name + " grad of " + n, 1e-9);
-  if (!grad_check) return;
-  std::vector<Tensor> inputs;
-  for (const auto& n : names) inputs.push_back(get(name + "." + n).clone().requires_grad_(is_floating(in[n].dtype())));
-  const auto result = autograd::gradcheck(
-      [&](const std::vector<Tensor>& v) {
-        std::map<std::string, Tensor> m;
-        for (size_t i = 0; i < names.size(); ++i) m[names[i]] = v[i];
-        return op(m);
-      },
-      inputs);
-  EXPECT_TRUE(result.ok) << result.message;
-}
-
-// The same case in f32: PyTorch's f32 results (NAME_f32), within f32 accuracy; no gradcheck (f64 does it).
-void check_case_f32(const std::string& name, const std::vector<std::string>& names, const Op& op) {
-  SCOPED_TRACE(name);
-  std::map<std::string, Tensor> in;
-  for (const auto& n : names) {
-    Tensor t = get(name + "." + n).clone();
-    ASSERT_EQ(t.dtype(), DType::f32) << n;
-    in[n] = t.requires_grad_();
-  }
-  const Tensor y = op(in);
-  ASSERT_EQ(y.dtype(), DType::f32);
-  expect_close(y.to(DType::f64), get(name + ".y").to(DType::f64), name + " forward", 2e-5);
-  sum(y * get(name + ".r")).backward();
-  for (const auto& n : names)
-    expect_close(in[n].grad().to(DType::f64), get(name + ".g" + n).to(DType::f64), name + " grad of " + n, 2e-5);
-}
-
-// A case written by case_both in tools/make_nn_golden.py: NAME in f64 (with gradcheck) and NAME_f32. The op
-// gets the case's name to read its constants (targets, weights) in the case's dtype: get(name + ".w").
-using NamedOp = std::function<Tensor(const std::map<std::string, Tensor>&, const std::string&)>;
-void check_both(const std::string& name, const std::vector<std::string>& names, const NamedOp& op,
-                bool grad_check = true) {
-  check_case(name, names, [&](auto& m) { return op(m, name); }, grad_check);
-  check_case_f32(name + "_f32", names, [&](auto& m) { return op(m, name + "_f32"); });
-}
-
-F::Conv2dOptions conv(int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw, int64_t groups) {
-  return F::Conv2dOptions().stride({sh, sw}).padding({ph, pw}).dilation({dh, dw}).groups(groups);
-}
-
-F::Pool2dOptions pool(int64_t k, int64_t s, int64_t p, bool include_pad = true, bool ceil_mode = false) {
-  return F::Pool2dOptions(k).stride(s).padding(p).count_include_pad(include_pad).ceil_mode(ceil_mode);
-}
-
-
-}  // namespace
+using namespace ember::test::nn_golden;
 
 TEST(NnFunctional, Conv2d) {
   check_case("conv_plain", {"x", "w", "b"}, [](auto& m) { return F::conv2d(m.at("x"), m.at("w"), m.at("b"), conv(1, 1, 1, 1, 1, 1, 1)); });
@@ -265,26 +187,7 @@ TEST(NnFunctional, LayerNormParameterGradientsOverSeveralTiles) {
   expect_close(b.grad(), g.sum({0}), "bias gradient");
 }
 
-TEST(NnFunctional, CrossEntropy) {
-  const Tensor t = get("ce.t");
-  check_case("ce_mean", {"x"}, [&](auto& m) { return F::cross_entropy(m.at("x"), t); });
-  const Tensor t_ignore = from_vector<int64_t>({1, -100, 4, 2, -100, 3});
-  check_case("ce_smooth_ignore", {"x"}, [&](auto& m) {
-    return F::cross_entropy(m.at("x"), t_ignore, {.label_smoothing = 0.2});
-  });
-  check_case("ce_sum", {"x"}, [&](auto& m) { return F::cross_entropy(m.at("x"), t, {.reduction = F::Reduction::sum}); });
-  check_case("ce_none", {"x"}, [&](auto& m) {
-    return F::cross_entropy(m.at("x"), t, {.ignore_index = 4, .reduction = F::Reduction::none});
-  });
-}
 
-TEST(NnFunctional, OtherLosses) {
-  const Tensor t = get("ce.t");
-  check_case("nll", {"x"}, [&](auto& m) { return F::nll_loss(log_softmax(m.at("x"), 1), t); });
-  check_case("mse", {"x", "t"}, [](auto& m) { return F::mse_loss(m.at("x"), m.at("t")); });
-  check_case("l1", {"x", "t"}, [](auto& m) { return F::l1_loss(m.at("x"), m.at("t"), {.reduction = F::Reduction::sum}); });
-  check_case("bce", {"x", "t"}, [](auto& m) { return F::binary_cross_entropy_with_logits(m.at("x"), m.at("t")); });
-}
 
 TEST(NnFunctional, LinearEmbeddingActivations) {
   check_case("linear", {"x", "w", "b"}, [](auto& m) { return F::linear(m.at("x"), m.at("w"), m.at("b")); });
@@ -394,19 +297,6 @@ TEST(NnFunctional, WindowLargerThanThePaddedInputIsRefused) {
   EXPECT_EQ(F::adaptive_avg_pool2d(zeros({1, 2, 3, 3}), 4).shape(), Shape({1, 2, 4, 4}));
 }
 
-// f32 softmax, log_softmax and cross entropy against PyTorch's f32 results (tests/f32_softmax_goldens.h)
-// on logits near ±1e3 and 5e3, nearly tied (multiples of f32's spacing at 1e3), exactly tied and O(1):
-// forward and backward within 4 ulp (1.6 at worst now). A log-sum-exp rounded to f32 and used as the shift
-// of exp (the old kernels) is off by up to 3e-5 there: rows summing to 1 ± 2e-5, 12 to 1661 ulp.
-TEST(NnFunctional, F32SoftmaxAndCrossEntropyAtLargeLogitsMatchPyTorch) {
-  test::check_f32_softmax_goldens(kCPU, 4);
-  // The non-fused path (softmax over a dim other than the last) agrees with the fused one at these logits.
-  const Tensor x = get("f32_softmax_large.x");
-  test::expect_f32_ulps(softmax(x.t().contiguous(), 0).t(), get("f32_softmax_large.y"), "softmax dim 0", 4, 0.0);
-  test::expect_f32_ulps(log_softmax(x.t().contiguous(), 0).t(), get("f32_log_softmax_large.y"), "log_softmax dim 0",
-                        4, 1.0);
-}
-
 // f32 convolutions take the fast path (oneDNN where the build has it, else im2col + GEMM); they must agree
 // with PyTorch's f64 values to f32 accuracy, forward and backward, for every case above.
 TEST(NnFunctional, Conv2dF32AgreesWithF64Goldens) {
@@ -470,89 +360,12 @@ TEST(NnFunctional, MaxPool2x2FastPathMatchesReference) {
   }
 }
 
-namespace {
-Tensor at(const std::string& case_name, const char* key) { return get(case_name + "." + key); }
-}  // namespace
 
-// --- PyTorch parity round 2: losses with options structs, adaptive pooling, embedding padding_idx -------
+// --- PyTorch parity round 2: adaptive pooling, embedding padding_idx (its losses: test_nn_losses.cpp) --
 
-TEST(NnFunctional, CrossEntropyWithClassWeights) {
-  check_both("ce_w", {"x"}, [](auto& m, const std::string& n) {
-    return F::cross_entropy(m.at("x"), at(n, "t"), {.weight = at(n, "w")});
-  });
-  check_both("ce_w_smooth_ignore", {"x"}, [](auto& m, const std::string& n) {
-    return F::cross_entropy(m.at("x"), at(n, "t"), {.label_smoothing = 0.2, .weight = at(n, "w")});
-  });
-  check_both("ce_w_sum", {"x"}, [](auto& m, const std::string& n) {
-    return F::cross_entropy(m.at("x"), at(n, "t"),
-                            {.ignore_index = 2, .label_smoothing = 0.1, .reduction = F::Reduction::sum, .weight = at(n, "w")});
-  });
-  check_both("ce_w_none", {"x"}, [](auto& m, const std::string& n) {
-    return F::cross_entropy(m.at("x"), at(n, "t"),
-                            {.label_smoothing = 0.3, .reduction = F::Reduction::none, .weight = at(n, "w")});
-  });
-  check_both("ce_unbatched_w", {"x"}, [](auto& m, const std::string& n) {
-    return F::cross_entropy(m.at("x"), at(n, "t"), {.label_smoothing = 0.1, .weight = at(n, "w")});
-  });
-  // Weight 1 everywhere gives the fused path's values (mean over the non-ignored targets)
-  const Tensor x = get("ce_w_smooth_ignore.x"), t = get("ce_w_smooth_ignore.t");
-  expect_close(F::cross_entropy(x, t, {.label_smoothing = 0.2, .weight = ones({5}, {.dtype = DType::f64})}),
-               F::cross_entropy(x, t, {.label_smoothing = 0.2}), "unit weight");
-}
 
-TEST(NnFunctional, CrossEntropyWithProbabilityTargets) {
-  check_both("ce_prob", {"x", "t"}, [](auto& m, const std::string&) { return F::cross_entropy(m.at("x"), m.at("t")); });
-  check_both("ce_prob_smooth_w", {"x", "t"}, [](auto& m, const std::string& n) {
-    return F::cross_entropy(m.at("x"), m.at("t"),
-                            {.label_smoothing = 0.2, .reduction = F::Reduction::none, .weight = at(n, "w")});
-  });
-  check_both("ce_prob_kdim_sum", {"x", "t"}, [](auto& m, const std::string&) {
-    return F::cross_entropy(m.at("x"), m.at("t"), {.label_smoothing = 0.1, .reduction = F::Reduction::sum});
-  });
-}
 
-TEST(NnFunctional, CrossEntropyAndNllKDimensional) {
-  check_both("ce_kdim_w", {"x"}, [](auto& m, const std::string& n) {
-    return F::cross_entropy(m.at("x"), at(n, "t"), {.weight = at(n, "w")});
-  });
-  check_both("ce_kdim_none", {"x"}, [](auto& m, const std::string& n) {
-    return F::cross_entropy(m.at("x"), at(n, "t"), {.label_smoothing = 0.1, .reduction = F::Reduction::none});
-  });
-  check_both("ce_kdim_mean", {"x"}, [](auto& m, const std::string& n) {
-    return F::cross_entropy(m.at("x"), at(n, "t"), {.label_smoothing = 0.2});
-  });
-  check_both("nll_w", {"x"}, [](auto& m, const std::string& n) {
-    return F::nll_loss(log_softmax(m.at("x"), 1), at(n, "t"), {.weight = at(n, "w")});
-  });
-  check_both("nll_kdim_w_none", {"x"}, [](auto& m, const std::string& n) {
-    return F::nll_loss(log_softmax(m.at("x"), 1), at(n, "t"), {.reduction = F::Reduction::none, .weight = at(n, "w")});
-  });
-}
 
-TEST(NnFunctional, BceWithLogitsWeightsAndOtherLossOptions) {
-  check_both("bce_w_pos", {"x", "t"}, [](auto& m, const std::string& n) {
-    return F::binary_cross_entropy_with_logits(m.at("x"), m.at("t"), {.weight = at(n, "w"), .pos_weight = at(n, "p")});
-  });
-  check_both("bce_pos_none", {"x", "t"}, [](auto& m, const std::string& n) {
-    return F::binary_cross_entropy_with_logits(m.at("x"), m.at("t"),
-                                               {.reduction = F::Reduction::none, .pos_weight = at(n, "p")});
-  });
-  check_both("bce_w_sum", {"x", "t"}, [](auto& m, const std::string& n) {
-    return F::binary_cross_entropy_with_logits(m.at("x"), m.at("t"), {.reduction = F::Reduction::sum, .weight = at(n, "w")});
-  });
-  check_both("mse_sum", {"x", "t"}, [](auto& m, const std::string&) {
-    return F::mse_loss(m.at("x"), m.at("t"), {.reduction = F::Reduction::sum});
-  });
-  check_both("l1_none", {"x", "t"}, [](auto& m, const std::string&) {
-    return F::l1_loss(m.at("x"), m.at("t"), {.reduction = F::Reduction::none});
-  });
-  // stable at |logits| ~ 1e4 in f32: finite, and the saturated side's loss is |x| (or 0)
-  const Tensor big = from_vector<float>({1e4f, -1e4f}), y = from_vector<float>({0.0f, 0.0f});
-  const auto l = F::binary_cross_entropy_with_logits(big, y, {.reduction = F::Reduction::none,
-                                                             .pos_weight = from_vector<float>({2.0f})})
-                     .to_vector<float>();
-  EXPECT_EQ(l, (std::vector<float>{1e4f, 0.0f}));
-}
 
 TEST(NnFunctional, AdaptivePoolingToAnySize) {
   check_both("adaptive_avg_7", {"x"}, [](auto& m, const std::string&) { return F::adaptive_avg_pool2d(m.at("x"), 7); });
@@ -603,29 +416,3 @@ TEST(NnFunctional, EmbeddingPaddingIdx) {
                                   "0 to 3"}));
 }
 
-TEST(NnFunctional, LossShapeErrorsNameTheLossAndShapes) {
-  const Tensor x = zeros({4, 3});
-  EXPECT_TRUE(test::throws_error([&] { F::cross_entropy(x, from_vector<int64_t>({0, 1, 2, 0}), {.weight = ones({4})}); },
-                                 {"cross_entropy", "weight must be [C] = [3]", "[4, 3]", "got shape [4]"}));
-  EXPECT_TRUE(test::throws_error([&] { F::cross_entropy(zeros({2, 3, 4}), zeros({2, 3}, {.dtype = DType::i64})); },
-                                 {"cross_entropy", "target shape [2, 3]", "input [2, 3, 4]", "expected [2, 4]"}));
-  EXPECT_TRUE(test::throws_error([&] { F::cross_entropy(x, zeros({4, 2})); },
-                                 {"cross_entropy", "probability targets", "[4, 3]", "[4, 2]"}));
-  EXPECT_TRUE(test::throws_error([&] { F::cross_entropy(zeros({3}), zeros({1}, {.dtype = DType::i64})); },
-                                 {"cross_entropy", "unbatched input [3]", "0-d target"}));
-  EXPECT_TRUE(test::throws_error(
-                  [&] { F::cross_entropy(x, from_vector<int64_t>({0, 1, 5, 0}), {.weight = ones({3})}); },
-                  {"cross_entropy", "target 5", "sample 2", "[0, 3)"}));
-  EXPECT_TRUE(test::throws_error([&] { F::nll_loss(x, from_vector<int64_t>({0, 1, 2, 0}), {.weight = ones({2})}); },
-                                 {"nll_loss", "weight must be [C] = [3]"}));
-  EXPECT_TRUE(test::throws_error([&] { F::nll_loss(x, from_vector<int64_t>({0, 3, 2, 0})); },
-                                 {"nll_loss", "target 3", "sample 1", "[0, 3)"}));
-  EXPECT_TRUE(test::throws_error([&] { F::binary_cross_entropy_with_logits(x, x, {.pos_weight = ones({4})}); },
-                                 {"binary_cross_entropy_with_logits", "pos_weight of shape [4]", "[4, 3]", "[C]"}));
-  EXPECT_TRUE(test::throws_error([&] { F::binary_cross_entropy_with_logits(x, x, {.weight = ones({2, 4, 3})}); },
-                                 {"binary_cross_entropy_with_logits", "weight of shape [2, 4, 3]", "[4, 3]"}));
-  EXPECT_TRUE(test::throws_error([&] { F::binary_cross_entropy_with_logits(x, zeros({3, 4})); },
-                                 {"binary_cross_entropy_with_logits", "[4, 3]", "[3, 4]"}));
-  EXPECT_TRUE(test::throws_error([&] { F::mse_loss(x, zeros({3})); }, {"mse_loss", "[4, 3]", "[3]"}));
-  EXPECT_TRUE(test::throws_error([&] { F::l1_loss(x, zeros({3})); }, {"l1_loss", "[4, 3]", "[3]"}));
-}

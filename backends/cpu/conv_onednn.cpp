@@ -290,13 +290,6 @@ TensorArg batch_slice(const TensorArg& t, int64_t n0, int64_t count) {
   return s;
 }
 
-struct Split {
-  int64_t chunks, size;
-  Split(int64_t n, int64_t want) : chunks(0), size((n + want - 1) / want) { chunks = (n + size - 1) / size; }
-  int64_t begin(int64_t c) const { return c * size; }
-  int64_t count(int64_t c, int64_t n) const { return std::min(size, n - c * size); }
-};
-
 }  // namespace
 
 bool onednn_available() { return true; }
@@ -305,11 +298,11 @@ bool onednn_conv2d_forward(const TensorArg& x, const TensorArg& w, const TensorA
                            const Conv2dParams& p) {
   if (!usable(x)) return false;
   const int64_t N = x.shape[0];
-  const Split split(N, batch_chunks(N));
+  const Ranges split(N, batch_chunks(N));
   if (split.chunks < 2) return forward_whole(x, w, bias, y, p);
   std::atomic<bool> ok{true};
   parallel_chunks(split.chunks, [&](int64_t c) {
-    const int64_t n0 = split.begin(c), count = split.count(c, N);
+    const int64_t n0 = split.begin(c), count = split.end(c) - n0;
     if (!forward_whole(batch_slice(x, n0, count), w, bias, batch_slice(y, n0, count), p)) ok = false;
   });
   return ok;
@@ -319,7 +312,7 @@ bool onednn_conv2d_backward(const TensorArg& x, const TensorArg& w, const Tensor
                             const TensorArg* grad_w, const TensorArg* grad_bias, const Conv2dParams& p) {
   if (!usable(x)) return false;
   const int64_t N = x.shape[0];
-  const Split split(N, batch_chunks(N));
+  const Ranges split(N, batch_chunks(N));
   if (split.chunks < 2) return backward_whole(x, w, grad_y, grad_x, grad_w, grad_bias, p);
   // Each chunk's weight and bias gradients go to a buffer of its own, summed in chunk order afterwards: the
   // result does not depend on which thread ran which chunk.
@@ -329,7 +322,7 @@ bool onednn_conv2d_backward(const TensorArg& x, const TensorArg& w, const Tensor
   float* const partial = buffer.data();  // (a thread_local named in the lambdas would be each thread's own)
   std::atomic<bool> ok{true};
   parallel_chunks(split.chunks, [&](int64_t c) {
-    const int64_t n0 = split.begin(c), count = split.count(c, N);
+    const int64_t n0 = split.begin(c), count = split.end(c) - n0;
     const TensorArg xc = batch_slice(x, n0, count), gyc = batch_slice(grad_y, n0, count);
     TensorArg gxc, gwc, gbc;
     if (grad_x != nullptr) gxc = batch_slice(*grad_x, n0, count);

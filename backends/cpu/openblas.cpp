@@ -135,11 +135,7 @@ namespace {
 // OpenBLAS's OpenMP build sizes its team from the calling thread's OpenMP setting (omp_get_max_threads), not
 // from openblas_set_num_threads: make that 1 on every thread that calls it. Ember splits GEMMs itself.
 void blas_single_threaded_here() {
-  thread_local const bool done = [] {
-    omp_set_num_threads(1);
-    return true;
-  }();
-  (void)done;
+  if (omp_get_max_threads() != 1) omp_set_num_threads(1);  // (an OpenMpTeam scope may have raised it)
 }
 
 template <typename T>

@@ -69,6 +69,14 @@ bool run_on_pool(int64_t chunks, void (*body)(void*, int64_t), void* ctx);
 inline constexpr int64_t kChunksPerThread = 4;
 }  // namespace pool_detail
 
+// [0, n) cut into `chunks` contiguous ranges of `size` elements (the last one shorter), about `want` of them.
+struct Ranges {
+  int64_t n, size, chunks;
+  Ranges(int64_t n_, int64_t want) : n(n_), size((n_ + want - 1) / want), chunks((n_ + size - 1) / size) {}
+  int64_t begin(int64_t c) const { return c * size; }
+  int64_t end(int64_t c) const { return std::min(n, (c + 1) * size); }
+};
+
 // Calls fn(c) for every c in [0, chunks): on the pool when it can be used from here, else one after another
 // on the calling thread. Chunks run concurrently and in no fixed order; fn must not throw.
 template <typename Fn>
@@ -93,9 +101,8 @@ void parallel_for(int64_t n, int64_t grain, Fn&& fn) {
     fn(int64_t{0}, n);
     return;
   }
-  const int64_t target = std::min(max_chunks, num_threads() * pool_detail::kChunksPerThread);
-  const int64_t size = (n + target - 1) / target;
-  parallel_chunks((n + size - 1) / size, [&](int64_t c) { fn(c * size, std::min(n, (c + 1) * size)); });
+  const Ranges r(n, std::min(max_chunks, num_threads() * pool_detail::kChunksPerThread));
+  parallel_chunks(r.chunks, [&](int64_t c) { fn(r.begin(c), r.end(c)); });
 }
 
 }  // namespace ember::cpu

@@ -13,7 +13,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <thread>
-#include <vector>
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -44,9 +43,8 @@ constexpr int64_t count_of(uint64_t s) { return static_cast<int64_t>((s >> kCoun
 class Pool {
  public:
   explicit Pool(int threads) {
-    workers_.reserve(threads - 1);
-    for (int slot = 1; slot < threads; ++slot) workers_.emplace_back([this, slot] { work(slot); });
-    for (std::thread& t : workers_) t.detach();  // the pool lives as long as the process
+    // Detached: the pool lives as long as the process.
+    for (int slot = 1; slot < threads; ++slot) std::thread([this, slot] { work(slot); }).detach();
   }
 
   bool run(int64_t chunks, void (*body)(void*, int64_t), void* ctx) {
@@ -113,7 +111,6 @@ class Pool {
     }
   }
 
-  std::vector<std::thread> workers_;
   std::atomic<bool> busy_{false};
   uint32_t region_ = 0;  // written only by the thread holding busy_
   void (*body_)(void*, int64_t) = nullptr;
