@@ -16,6 +16,11 @@ packages=(
   cppcheck clang-tidy           # static analysis (scripts/lint.sh)
   clang libclang-rt-dev libomp-dev  # the fuzz targets (scripts/fuzz.sh): libFuzzer's runtime, clang's OpenMP
   libopenmpi-dev openmpi-bin    # multi-process training (distributed/) and its mpirun tests
+  libprotobuf-dev protobuf-compiler  # TensorBoard event files (the project's own .proto)
+  libonnx-dev                   # ONNX export: the ONNX protobuf schema and its checker
+  libturbojpeg0-dev libpng-dev  # image folders: JPEG and PNG decoding
+  chromium                      # the run report's test renders it headless
+  python3-venv                  # scripts/test_venv.sh: TensorBoard's reader and onnxruntime for the tests
   dataset-fashion-mnist         # the default training data (/usr/share/datasets/fashion-mnist)
   fortunes                      # the default text for language models (/usr/share/games/fortunes)
 )

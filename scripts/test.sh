@@ -10,6 +10,8 @@ jobs=$(nproc)
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}" CCACHE_NOHASHDIR=1
 
 scripts/setup.sh
+scripts/test_venv.sh  # the PyPI-only checkers (TensorBoard's reader, onnxruntime) in .venv-test/
+export EMBER_REQUIRE_PYTHON_CHECKS=1  # a test that needs them fails rather than skips
 SKIP_TIDY=1 scripts/lint.sh  # cppcheck (seconds); clang-tidy runs with scripts/lint.sh
 
 echo "== build (Release; with the CUDA backend where the toolkit and cuDNN are found, for sm_90 only) =="
