@@ -8,7 +8,9 @@
 // Every file passes libonnx's checker (onnx::checker::check_model on the file as written).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -18,6 +20,7 @@
 #include <ember/ember.h>
 
 #include "apps/config.h"
+#include "apps/run_dir.h"
 #include "onnx/export.h"
 #include "python_checks.h"
 #include "test_train_util.h"
@@ -50,16 +53,24 @@ void write_npy(const std::string& path, const Tensor& tensor) {
   }
 }
 
-// Moves every f32 state tensor off its initial value (norm weights of 1, zero biases, batch norm's
-// running statistics 0 and 1), so that each one matters in the comparison.
+// Moves the f32 state tensors that start constant (norm weights of 1, zero biases, batch norm's running
+// statistics 0 and 1) off their initial value, so that each one matters in the comparison; initialised
+// weights keep their (realistic) scale.
 void perturb(nn::Module& model, Generator& gen) {
   NamedTensors state = model.state_dict();
   for (auto& [name, t] : state) {
     if (t.dtype() != DType::f32) continue;
-    Tensor noise = randn(t.shape(), {}, &gen) * 0.1;
+    const std::vector<float> v = t.to_vector<float>();
+    if (std::adjacent_find(v.begin(), v.end(), std::not_equal_to<>()) != v.end()) continue;  // not constant
+    const Tensor noise = randn(t.shape(), {}, &gen) * 0.1;
     t = name.ends_with("running_var") ? abs(t + noise) + 0.5 : t + noise;
   }
   model.load_state_dict(state);
+}
+
+Shape batched(int64_t n, Shape sample) {
+  sample.insert(0, n);
+  return sample;
 }
 
 struct Case {
@@ -71,36 +82,45 @@ struct Case {
 };
 constexpr int64_t kVocab = 11;
 
-// 100 examples in batches of 1, 2, 7 and 90; token windows of T, 1, T/2 and T tokens (all <= the model's T).
+// 100 examples in batches of 1, 2, 7 and 90; token windows of T, 1, T/2 and min(T, 16) tokens (all <= the
+// model's T, which a learned position table bounds; the largest batch's windows short, to keep the test fast).
 struct Batch {
   int64_t size, length;
 };
-std::vector<Batch> batches(int64_t t) { return {{1, t}, {2, 1}, {7, std::max<int64_t>(1, t / 2)}, {90, t}}; }
+std::vector<Batch> batches(int64_t t) {
+  return {{1, t}, {2, 1}, {7, std::max<int64_t>(1, t / 2)}, {90, std::min<int64_t>(t, 16)}};
+}
 
 // The checker's verdicts: runs tools/onnx_check.py on the manifest once for all models.
 class Checker {
  public:
   explicit Checker(const Scratch& dir) : dir_(dir) {}
 
-  // Exports `model` (its example: a batch of 2), writes the test batches and Ember's outputs.
+  // Exports `model` (its example: a batch of 2) to <name>.onnx, then as add_file.
   onnx::ExportResult add(const std::string& name, nn::Module& model, const Shape& sample, bool tokens, int64_t vocab,
                          int64_t opset = onnx::kMaxOpset) {
-    Generator gen(7);
-    const auto input = [&](int64_t n, int64_t length) {
-      Shape shape{n};
-      if (tokens) return randint(vocab, {n, length}, {.dtype = DType::i64}, &gen);
-      for (int64_t s : sample) shape.push_back(s);
-      return randn(shape, {}, &gen);
-    };
+    Generator gen(3);
+    const Tensor example = tokens ? randint(vocab, {2, sample[0]}, {.dtype = DType::i64}, &gen)
+                                  : randn(batched(2, sample), {}, &gen);
     const std::string path = dir_.file(name + ".onnx");
-    const onnx::ExportResult r = onnx::export_module(model, input(2, sample.empty() ? 1 : sample[0]), path, {.opset = opset});
-    onnx::check_file(path);
+    const onnx::ExportResult r = onnx::export_module(model, example, path, {.opset = opset});
+    add_file(name, path, model, sample, tokens, vocab);
+    return r;
+  }
+
+  // Checks the ONNX file `path` of `model` with libonnx's checker, writes the 100 test examples and Ember's
+  // outputs for them, and lists the model for expect_all_match.
+  void add_file(const std::string& name, const std::string& path, nn::Module& model, const Shape& sample, bool tokens,
+                int64_t vocab) {
+    EXPECT_NO_THROW(onnx::check_file(path)) << name;
+    Generator gen(7);
     nlohmann::json entry{{"name", name}, {"onnx", path}, {"batches", nlohmann::json::array()}};
     NoGradGuard no_grad;
     model.eval();
     int i = 0;
     for (const Batch& b : batches(tokens ? sample[0] : 1)) {
-      const Tensor x = input(b.size, b.length);
+      const Tensor x = tokens ? randint(vocab, {b.size, b.length}, {.dtype = DType::i64}, &gen)
+                              : randn(batched(b.size, sample), {}, &gen);
       const std::string in = dir_.file(name + ".in" + std::to_string(i) + ".npy");
       const std::string want = dir_.file(name + ".out" + std::to_string(i++) + ".npy");
       write_npy(in, x);
@@ -109,7 +129,6 @@ class Checker {
     }
     manifest_["models"].push_back(entry);
     names_.push_back(name);
-    return r;
   }
 
   // Runs the checker and expects every model within the tolerance on all 100 examples.
@@ -212,6 +231,124 @@ TEST(OnnxExport, EveryRegistryLayerMatchesOnnxruntime) {
     checker.add(c.name, *model, c.sample, c.tokens, kVocab, c.opset);
   }
   checker.expect_all_match();
+}
+
+// The four shipped configs' models (seed-initialised, batch norm statistics and norms perturbed), at full size.
+// The text models get a vocabulary of 64 characters (the corpus's own size needs the corpus; the graph is the
+// same for any V).
+TEST(OnnxExport, ShippedConfigsMatchOnnxruntime) {
+  Scratch dir;
+  Checker checker(dir);
+  for (const char* name : {"fashion_mlp", "fashion_cnn", "char_gpt", "char_lstm"}) {
+    SCOPED_TRACE(name);
+    const app::TrainConfig config =
+        app::load_config(std::string(EMBER_SOURCE_DIR "/configs/") + name + ".yaml", {}, /*fashion_files=*/false);
+    const bool text = config.data.dataset == "text";
+    const Shape sample = text ? Shape{config.data.context} : Shape{1, 28, 28};
+    Generator init(config.seed);
+    auto model = nn::build_model(config.model, {.sample_shape = sample, .dtype = text ? DType::i64 : DType::f32,
+                                                .vocab_size = text ? 64 : 0}, &init);
+    perturb(*model, init);
+    const onnx::ExportResult r = checker.add(name, *model, sample, text, 64);
+    // Every state_dict tensor is an initializer of the same name (the tied GPT head: one, tok_emb.weight).
+    for (const auto& [key, t] : model->state_dict()) {
+      if (key.ends_with("num_batches_tracked")) continue;  // not used by inference
+      EXPECT_NE(std::find(r.initializers.begin(), r.initializers.end(), key), r.initializers.end()) << key;
+    }
+  }
+  checker.expect_all_match();
+}
+
+// ember-export on two ember-train runs (a Fashion-MNIST MLP with the default out and opset; a GRU language
+// model with --out and --opset 14), checked against the checkpoint's weights in Ember; and its errors.
+TEST(OnnxExport, EmberExportWritesARunsModel) {
+  Scratch dir;
+  MlpConfig mlp;
+  mlp.epochs = 1;
+  mlp.limit = 100;
+  mlp.test_limit = 20;
+  const fs::path mlp_run = dir.dir() / "mlp";
+  const Result t1 = train("--config " + dir.write("mlp.yaml", yaml(mlp)) + " --out " + mlp_run.string());
+  ASSERT_EQ(t1.rc, 0) << t1.output;
+  std::string corpus_text;
+  for (int i = 0; i < 400; ++i) corpus_text += i % 3 ? "the cat sat. " : "a dog ran\n";
+  const std::string corpus = dir.write("corpus.txt", corpus_text);
+  const fs::path lm_run = dir.dir() / "lm";
+  const Result t2 = train("--config " +
+                          dir.write("lm.yaml", "task: language_model\nepochs: 1\nseed: 5\ndata: {dataset: text, path: " +
+                                                   corpus + ", context: 8, batch_size: 16, samples_per_epoch: 64, "
+                                                   "workers: 0}\nmodel: {type: rnn_lm, cell: gru, embedding_dim: 8, "
+                                                   "hidden_size: 8, num_layers: 2}\noptimizer: {type: adam, lr: 0.01}\n") +
+                          " --out " + lm_run.string());
+  ASSERT_EQ(t2.rc, 0) << t2.output;
+
+  const auto exporter = [](const std::string& args) { return run(std::string(EMBER_EXPORT_APP) + " " + args); };
+  const Result e1 = exporter("--checkpoint " + mlp_run.string());
+  ASSERT_EQ(e1.rc, 0) << e1.output;
+  expect_in(e1.output, {"wrote " + (mlp_run / "model.onnx").string(), "opset 17", "input f32 [batch, 1, 28, 28]"});
+  const std::string lm_file = dir.file("lm.onnx");
+  const Result e2 = exporter("--checkpoint " + lm_run.string() + " --out " + lm_file + " --opset 14");
+  ASSERT_EQ(e2.rc, 0) << e2.output;
+  expect_in(e2.output, {"wrote " + lm_file, "opset 14", "input i64 [batch, sequence]"});
+
+  // The same models in Ember, from each run's config and newest checkpoint.
+  Checker checker(dir);
+  for (const auto& [run_dir, file] : {std::pair{mlp_run, (mlp_run / "model.onnx").string()}, std::pair{lm_run, lm_file}}) {
+    const app::TrainConfig config = app::load_config((run_dir / "config.yaml").string(), {}, false);
+    const bool text = config.data.dataset == "text";
+    const int64_t vocab = text ? data::Tokenizer::load((run_dir / "vocab.json").string()).vocab_size() : 0;
+    const Shape sample = text ? Shape{config.data.context} : Shape{1, 28, 28};
+    Generator init(config.seed);
+    auto model = nn::build_model(config.model, {.sample_shape = sample, .dtype = text ? DType::i64 : DType::f32,
+                                                .vocab_size = vocab}, &init);
+    std::vector<std::string> problems;
+    model->load_state_dict(app::newest_valid_checkpoint(run_dir, problems)->take("model."));
+    checker.add_file(run_dir.filename().string(), file, *model, sample, text, vocab);
+  }
+  checker.expect_all_match();
+
+  const Result opset = exporter("--checkpoint " + mlp_run.string() + " --opset 18");
+  EXPECT_EQ(opset.rc, 2);
+  expect_in(opset.output, {"--opset 18", "13 to 17"});
+  const Result missing = exporter("--checkpoint " + (dir.dir() / "nope").string());
+  EXPECT_EQ(missing.rc, 2);
+  expect_in(missing.output, {"nope", "no such file or directory"});
+}
+
+// A layer without an ONNX mapping, one whose settings ONNX cannot express, an opset out of range and a model
+// that is not f32: each an error that names the layer (its path and type) or the setting.
+TEST(OnnxExport, ErrorsNameTheLayer) {
+  Scratch dir;
+  const std::string path = dir.file("m.onnx");
+  const auto expect_error = [&](nn::Module& m, const Tensor& x, const std::vector<std::string>& pieces,
+                                onnx::ExportOptions o = {}) {
+    try {
+      onnx::export_module(m, x, path, o);
+      ADD_FAILURE() << "no error; expected " << pieces[0];
+    } catch (const Error& e) {
+      expect_in(e.what(), pieces);
+    }
+    EXPECT_FALSE(fs::exists(path)) << "a failed export left a file";
+  };
+  nn::Sequential cell{std::make_shared<nn::Linear>(4, 4), std::make_shared<nn::LSTMCell>(4, 3)};
+  expect_error(cell, zeros({2, 4}), {"layer '1' (LSTMCell)", "no ONNX mapping", "Linear", "GRU"});
+  struct Custom : nn::Linear {
+    Custom() : nn::Linear(3, 3) {}
+    Tensor forward(const Tensor& x) override { return nn::Linear::forward(x) * 2.0; }
+  };
+  nn::Sequential custom{std::make_shared<nn::ReLU>(), std::make_shared<Custom>()};
+  expect_error(custom, zeros({2, 3}), {"layer '1' (Linear)", "no ONNX mapping"});
+  nn::Sequential adaptive{std::make_shared<nn::AdaptiveAvgPool2d>(3)};
+  expect_error(adaptive, zeros({1, 2, 7, 7}), {"layer '0' (AdaptiveAvgPool2d)", "7x7 to 3x3", "divides"});
+  nn::Linear linear(3, 2);
+  expect_error(linear, zeros({2, 3}), {"opset 12", "13 to 17"}, {.opset = 12});
+  expect_error(linear, zeros({2, 3}), {"opset 18", "13 to 17"}, {.opset = 18});
+  linear.to(DType::f64);
+  expect_error(linear, zeros({2, 3}, {.dtype = DType::f64}), {"'weight' is f64", "module.to(DType::f32)"});
+  // The training flag survives an export.
+  nn::Linear trained(3, 2);
+  onnx::export_module(trained, zeros({1, 3}), path);
+  EXPECT_TRUE(trained.is_training());
 }
 
 }  // namespace
