@@ -79,11 +79,10 @@ int main(int argc, char** argv) {
     const Tensor example = zeros(batch, {.dtype = input.dtype});
     const std::string path = out.empty() ? (run / "model.onnx").string() : out;
     const onnx::ExportResult r = onnx::export_module(*model, example, path, {.opset = opset});
-    std::string in_shape = input.dtype == DType::i64 ? "[batch, sequence]" : "[batch";
-    if (input.dtype != DType::i64) {
-      for (int64_t s : input.sample_shape) in_shape += ", " + std::to_string(s);
-      in_shape += "]";
-    }
+    std::string in_shape = "[batch";
+    for (int i = 0; i < input.sample_shape.size(); ++i)
+      in_shape += i == 0 && r.dynamic_sequence ? ", sequence" : ", " + std::to_string(input.sample_shape[i]);
+    in_shape += "]";
     std::printf("wrote %s (opset %lld, %lld nodes, %zu initializers) from %s\n  input %s %s, output of shape %s for "
                 "one example\n",
                 path.c_str(), static_cast<long long>(opset), static_cast<long long>(r.nodes), r.initializers.size(),

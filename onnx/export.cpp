@@ -36,6 +36,18 @@ void describe_value(::onnx::ValueInfoProto& v, const std::string& name, const Te
   }
 }
 
+// Token windows [N, T] whose length the model leaves free: its forward takes T - 1 tokens too and the
+// output's dim 1 follows (a model that flattens the window does not).
+bool free_sequence(nn::Module& module, const Tensor& x, const Tensor& y) {
+  if (x.dtype() != DType::i64 || x.dim() != 2 || x.size(1) < 2 || y.dim() < 2 || y.size(1) != x.size(1)) return false;
+  try {
+    const Tensor shorter = module.forward(x.narrow(1, 0, x.size(1) - 1));
+    return shorter.dim() == y.dim() && shorter.size(1) == x.size(1) - 1;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 // Restores a module's training flag on scope exit (an export runs it in eval mode).
 class EvalScope {
  public:
@@ -81,14 +93,13 @@ ExportResult export_module(nn::Module& module, const Tensor& example_input, cons
   ::onnx::GraphProto& graph = *model.mutable_graph();
   graph.set_name(module.type_name());
 
-  const bool sequence = options.dynamic_sequence && example_input.dtype() == DType::i64 && example_input.dim() == 2;
-  describe_value(*graph.add_input(), options.input_name, example_input, options.dynamic_batch, sequence, "input");
   detail::Graph g(graph, options.opset, module);
   const detail::Value out = g.convert(module, "", {options.input_name, example_input});
   // The output under its own name (an Identity: the last node's output is named after the layer).
   g.node("Identity", {out.name}, "output").set_output(0, options.output_name);
-  const bool out_sequence = sequence && out.example.dim() >= 2 && out.example.size(1) == example_input.size(1);
-  describe_value(*graph.add_output(), options.output_name, out.example, options.dynamic_batch, out_sequence, "output");
+  const bool sequence = free_sequence(module, example_input, out.example);
+  describe_value(*graph.add_input(), options.input_name, example_input, true, sequence, "input");
+  describe_value(*graph.add_output(), options.output_name, out.example, true, sequence, "output");
 
   // libonnx's checks before anything is written: the checker (node schemas, types, topological order), then
   // strict shape inference, which also proves the declared output shape agrees with the graph.
@@ -110,6 +121,7 @@ ExportResult export_module(nn::Module& module, const Tensor& example_input, cons
   ExportResult result;
   result.output = out.example;
   result.nodes = g.node_count();
+  result.dynamic_sequence = sequence;
   for (const auto& init : graph.initializer()) result.initializers.push_back(init.name());
   return result;
 }

@@ -6,8 +6,11 @@
 //   onnx::export_module(*model, zeros({2, 1, 28, 28}), "model.onnx");            // opset 17
 //   onnx::export_module(*lm, tokens, "lm.onnx", {.opset = 14});                 // tokens i64 [B, T]
 //
-// The graph has one input (`input`, the example's dtype and shape with dim 0 the symbolic "batch"; for token
-// ids i64 [B, T] dim 1 is the symbolic "sequence" too) and one output (`output`). Every weight is an
+// The graph has one input (`input`, the example's dtype and shape with dim 0 the symbolic "batch") and one
+// output (`output`, dim 0 "batch" too). For token ids i64 [B, T], dim 1 of both is the symbolic "sequence"
+// when the model takes windows of any length (Ember's forward accepts T - 1 tokens, and the output's dim 1
+// follows the input's: GPT, RNN language models, embedding + transformer stacks); a model that fixes T (a
+// flatten of the embeddings) keeps the example's T. Every weight is an
 // initializer named as in the model's state_dict (so as in its safetensors file), holding the same data in the
 // same layout; where ONNX wants another layout (LSTM/GRU gate order, Linear's transposed weight) the graph
 // reorders it with Transpose/Split/Concat nodes on the initializer, which runtimes fold at load time. The other
@@ -33,8 +36,6 @@ constexpr int64_t kMaxOpset = 17;
 
 struct ExportOptions {
   int64_t opset = kMaxOpset;
-  bool dynamic_batch = true;     // dim 0 of the input and output is "batch" (else the example's size)
-  bool dynamic_sequence = true;  // for token ids i64 [B, T]: dim 1 of the input and output is "sequence"
   std::string input_name = "input";
   std::string output_name = "output";
 };
@@ -42,6 +43,7 @@ struct ExportOptions {
 struct ExportResult {
   Tensor output;  // the module's output on the example input (eval mode, no graph)
   int64_t nodes = 0;
+  bool dynamic_sequence = false;  // dim 1 of the token input is the symbolic "sequence" (see above)
   std::vector<std::string> initializers;  // in the file's order
 };
 

@@ -87,7 +87,8 @@ constexpr int64_t kVocab = 11;
 struct Batch {
   int64_t size, length;
 };
-std::vector<Batch> batches(int64_t t) {
+std::vector<Batch> batches(int64_t t, bool fixed_length) {
+  if (fixed_length) return {{1, t}, {2, t}, {7, t}, {90, t}};
   return {{1, t}, {2, 1}, {7, std::max<int64_t>(1, t / 2)}, {90, std::min<int64_t>(t, 16)}};
 }
 
@@ -104,21 +105,21 @@ class Checker {
                                   : randn(batched(2, sample), {}, &gen);
     const std::string path = dir_.file(name + ".onnx");
     const onnx::ExportResult r = onnx::export_module(model, example, path, {.opset = opset});
-    add_file(name, path, model, sample, tokens, vocab);
+    add_file(name, path, model, sample, tokens, vocab, !r.dynamic_sequence);
     return r;
   }
 
   // Checks the ONNX file `path` of `model` with libonnx's checker, writes the 100 test examples and Ember's
   // outputs for them, and lists the model for expect_all_match.
   void add_file(const std::string& name, const std::string& path, nn::Module& model, const Shape& sample, bool tokens,
-                int64_t vocab) {
+                int64_t vocab, bool fixed_length = false) {
     EXPECT_NO_THROW(onnx::check_file(path)) << name;
     Generator gen(7);
     nlohmann::json entry{{"name", name}, {"onnx", path}, {"batches", nlohmann::json::array()}};
     NoGradGuard no_grad;
     model.eval();
     int i = 0;
-    for (const Batch& b : batches(tokens ? sample[0] : 1)) {
+    for (const Batch& b : batches(tokens ? sample[0] : 1, fixed_length)) {
       const Tensor x = tokens ? randint(vocab, {b.size, b.length}, {.dtype = DType::i64}, &gen)
                               : randn(batched(b.size, sample), {}, &gen);
       const std::string in = dir_.file(name + ".in" + std::to_string(i) + ".npy");
@@ -196,6 +197,7 @@ TEST(OnnxExport, EveryRegistryLayerMatchesOnnxruntime) {
       {"hardtanh", "[{type: hardtanh, min_val: -0.5, max_val: 0.8}]", {3, 7}},
       {"softmax", "[{type: softmax, dim: 1}]", {3, 7}},
       {"embedding", "[{type: embedding, embedding_dim: 4}]", {6}, true},
+      {"embedding_flattened", "[{type: embedding, embedding_dim: 3}, {type: flatten}, {type: linear, out_features: 4}]", {5}, true},
       {"position_learned", "[{type: embedding, embedding_dim: 8}, {type: position_embedding}]", {6}, true},
       {"position_sinusoidal", "[{type: embedding, embedding_dim: 8}, {type: position_embedding, kind: sinusoidal}]", {6}, true},
       {"transformer_block", "[{type: embedding, embedding_dim: 16}, {type: transformer_block, heads: 4}, {type: lm_head}]", {6}, true},
@@ -228,7 +230,9 @@ TEST(OnnxExport, EveryRegistryLayerMatchesOnnxruntime) {
     auto model = nn::build_model(parse_model(c.model),
                                  {.sample_shape = c.sample, .dtype = c.tokens ? DType::i64 : DType::f32, .vocab_size = kVocab}, &init);
     perturb(*model, init);
-    checker.add(c.name, *model, c.sample, c.tokens, kVocab, c.opset);
+    const onnx::ExportResult r = checker.add(c.name, *model, c.sample, c.tokens, kVocab, c.opset);
+    // Token windows of any length, except where the model flattens them (then fed at their length only).
+    EXPECT_EQ(r.dynamic_sequence, c.tokens && c.name != "embedding_flattened");
   }
   checker.expect_all_match();
 }
@@ -250,6 +254,7 @@ TEST(OnnxExport, ShippedConfigsMatchOnnxruntime) {
                                                 .vocab_size = text ? 64 : 0}, &init);
     perturb(*model, init);
     const onnx::ExportResult r = checker.add(name, *model, sample, text, 64);
+    EXPECT_EQ(r.dynamic_sequence, text);
     // Every state_dict tensor is an initializer of the same name (the tied GPT head: one, tok_emb.weight).
     for (const auto& [key, t] : model->state_dict()) {
       if (key.ends_with("num_batches_tracked")) continue;  // not used by inference
@@ -289,7 +294,7 @@ TEST(OnnxExport, EmberExportWritesARunsModel) {
   const std::string lm_file = dir.file("lm.onnx");
   const Result e2 = exporter("--checkpoint " + lm_run.string() + " --out " + lm_file + " --opset 14");
   ASSERT_EQ(e2.rc, 0) << e2.output;
-  expect_in(e2.output, {"wrote " + lm_file, "opset 14", "input i64 [batch, sequence]"});
+  expect_in(e2.output, {"wrote " + lm_file, "opset 14", "input i64 [batch, sequence]", "output of shape [1, 8, "});
 
   // The same models in Ember, from each run's config and newest checkpoint.
   Checker checker(dir);
