@@ -108,13 +108,12 @@ std::string per_direction(Graph& g, const std::vector<std::string>& parts, const
 
 // LSTM/GRU (nn::RNNBase) on x: one ONNX LSTM/GRU node per layer (bidirectional where the layer is), states
 // from zeros. Initializers keep PyTorch's names and layout; the gate reorder is Split/Concat in the graph.
-std::string recurrent(Graph& g, nn::RNNBase& r, const std::string& path, const std::string& x, int64_t rank) {
+std::string recurrent(Graph& g, nn::RNNBase& r, const std::string& path, const std::string& x) {
   const auto& o = r.options;
   const bool lstm = r.cell() == nn::RNNCell::lstm;
   const int64_t dirs = o.bidirectional() ? 2 : 1;
   // To ONNX's layout [T, B, I] (onnxruntime does not run layout = 1).
-  std::string seq = rank == 2 ? g.op("Unsqueeze", {x, g.ints({1}, path, "batch_axis")}, path)
-                              : (o.batch_first() ? transpose(g, x, {1, 0, 2}, path) : x);
+  std::string seq = o.batch_first() ? transpose(g, x, {1, 0, 2}, path) : x;
   for (int64_t layer = 0; layer < o.num_layers(); ++layer) {
     // NOTE: appended piece by piece: GCC 12 warns (-Wrestrict, falsely) on "l" + std::to_string(...).
     std::string scope = path;
@@ -141,7 +140,6 @@ std::string recurrent(Graph& g, nn::RNNBase& r, const std::string& path, const s
     // Y [T, D, B, H] → [T, B, D·H], the next layer's input (forward and reverse halves side by side, as PyTorch).
     seq = g.op("Reshape", {transpose(g, n.output(0), {0, 2, 1, 3}, scope), g.ints({0, 0, -1}, scope, "joined_shape")}, scope);
   }
-  if (rank == 2) return g.op("Squeeze", {seq, g.ints({1}, path, "batch_axis")}, path);
   return o.batch_first() ? transpose(g, seq, {1, 0, 2}, path) : seq;
 }
 
@@ -188,9 +186,10 @@ void add_sequence_layers(LayerTable& t) {
   add_layer<nn::TransformerEncoderLayer>(t, "TransformerEncoderLayer", encoder(false));
   add_layer<nn::TransformerBlock>(t, "TransformerBlock", encoder(true));
   const auto rnn = [](Graph& g, nn::RNNBase& m, const std::string& path, const Value& in) {
-    if (in.example.dim() != 2 && in.example.dim() != 3)
-      unsupported(path, m, "export needs a sequence [T, I] or a batch of them, got " + in.example.shape().str());
-    return recurrent(g, m, path, in.name, in.example.dim());
+    if (in.example.dim() != 3)
+      unsupported(path, m, std::string("export needs a batched input ") + (m.options.batch_first() ? "[B, T, I]" : "[T, B, I]") +
+                               ", got " + in.example.shape().str());
+    return recurrent(g, m, path, in.name);
   };
   add_layer<nn::LSTM>(t, "LSTM", rnn);
   add_layer<nn::GRU>(t, "GRU", rnn);
@@ -213,7 +212,7 @@ void add_sequence_layers(LayerTable& t) {
   add_layer<nn::RNNLanguageModel>(t, "RNNLanguageModel", [](Graph& g, nn::RNNLanguageModel& m, const std::string& path, const Value& in) {
     need_tokens(path, m, in);
     const std::string x = gather(g, m.embedding->weight, in.name, join_path(path, "embedding"));
-    const std::string h = recurrent(g, *m.rnn, join_path(path, "rnn"), x, 3);
+    const std::string h = recurrent(g, *m.rnn, join_path(path, "rnn"), x);
     return g.linear(h, 3, m.head_weight(), m.head_bias, join_path(path, "head"));
   });
 }

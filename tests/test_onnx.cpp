@@ -237,6 +237,25 @@ TEST(OnnxExport, EveryRegistryLayerMatchesOnnxruntime) {
   checker.expect_all_match();
 }
 
+// Layers built by hand with batch_first = false (the registry builds them batch-first): input [T, B, ...],
+// whose dim 0, named batch in the file, is then the sequence; the examples vary it (T = 1, 2, 7, 90).
+TEST(OnnxExport, SequenceFirstLayersMatchOnnxruntime) {
+  Scratch dir;
+  Checker checker(dir);
+  Generator init(4);
+  nn::LSTM lstm(nn::LSTMOptions(4, 3).num_layers(2).bidirectional(true), &init);
+  checker.add("lstm_sequence_first", lstm, {2, 4}, false, 0);
+  nn::GRU gru(nn::GRUOptions(4, 5), &init);
+  checker.add("gru_sequence_first", gru, {3, 4}, false, 0);
+  nn::MultiheadAttention attention(nn::MultiheadAttentionOptions{.embed_dim = 6, .num_heads = 2}, &init);
+  perturb(attention, init);
+  checker.add("attention_sequence_first", attention, {2, 6}, false, 0);
+  nn::TransformerEncoderLayer layer({.d_model = 8, .nhead = 2, .dim_feedforward = 12}, &init);
+  perturb(layer, init);
+  checker.add("encoder_layer_sequence_first", layer, {3, 8}, false, 0);
+  checker.expect_all_match();
+}
+
 // The four shipped configs' models (seed-initialised, batch norm statistics and norms perturbed), at full size.
 // The text models get a vocabulary of 64 characters (the corpus's own size needs the corpus; the graph is the
 // same for any V).
@@ -343,6 +362,8 @@ TEST(OnnxExport, ErrorsNameTheLayer) {
   };
   nn::Sequential custom{std::make_shared<nn::ReLU>(), std::make_shared<Custom>()};
   expect_error(custom, zeros({2, 3}), {"layer '1' (Linear)", "no ONNX mapping"});
+  nn::LSTM unbatched(nn::LSTMOptions(4, 3));
+  expect_error(unbatched, zeros({5, 4}), {"layer '(model)' (LSTM)", "batched input [T, B, I]", "[5, 4]"});
   nn::Sequential adaptive{std::make_shared<nn::AdaptiveAvgPool2d>(3)};
   expect_error(adaptive, zeros({1, 2, 7, 7}), {"layer '0' (AdaptiveAvgPool2d)", "7x7 to 3x3", "divides"});
   nn::Linear linear(3, 2);
