@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "onnx/export.h"
+
 namespace ember::onnx::detail {
 
 void attr_int(::onnx::NodeProto& node, const std::string& name, int64_t v) {
@@ -185,7 +187,7 @@ Value Graph::convert(nn::Module& m, const std::string& path, const Value& in) {
   const auto it = layer_table().find(std::type_index(typeid(m)));
   if (it == layer_table().end()) {
     std::string known;
-    for (const auto& [type, entry] : layer_table()) known += (known.empty() ? "" : ", ") + entry.type_name;
+    for (const std::string& type : exportable_layers()) known += (known.empty() ? "" : ", ") + type;
     unsupported(path, m,
                 "no ONNX mapping for this module type; the exportable layers are " + known +
                     " (nn/registry.h builds models from them); a module with its own forward() cannot be traced");
