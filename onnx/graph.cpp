@@ -190,7 +190,8 @@ Value Graph::convert(nn::Module& m, const std::string& path, const Value& in) {
     for (const std::string& type : exportable_layers()) known += (known.empty() ? "" : ", ") + type;
     unsupported(path, m,
                 "no ONNX mapping for this module type; the exportable layers are " + known +
-                    " (nn/registry.h builds models from them); a module with its own forward() cannot be traced");
+                    "; Ember does not trace a forward(): build the model from these (as nn/registry.h does) or add "
+                    "the type's converter to onnx/layers.cpp (docs/onnx.md)");
   }
   Value out;
   out.name = it->second.convert(*this, m, path, in);
