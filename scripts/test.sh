@@ -51,3 +51,4 @@ cmake --install build --prefix build/install >/dev/null
 cmake -S examples/consumer -B build/consumer -DCMAKE_PREFIX_PATH="$PWD/build/install" >/dev/null
 cmake --build build/consumer -j"$jobs"
 ./build/consumer/consumer
+if [[ -x build/consumer/consumer_onnx ]]; then ./build/consumer/consumer_onnx; fi  # where Ember has ONNX export
