@@ -77,19 +77,42 @@ void compute_coefficients(int64_t in_size, int64_t out_size, Coefficients& c) {
   }
 }
 
+// Eight floats that the compiler keeps in one vector register (two on machines without 256-bit vectors).
+using Lanes8 = float __attribute__((vector_size(32)));
+constexpr int64_t kLanes = 8;
+
 // Scratch of one worker thread, reused from example to example (grows to the largest image it has seen).
 struct ResizeScratch {
   Coefficients horizontal, vertical;
   std::vector<float> rows;  // the horizontal pass's output, the vertical pass's input
+  std::vector<Lanes8> block;  // the horizontal pass's transposed rows
 };
 ResizeScratch& resize_scratch() {
   thread_local ResizeScratch scratch;
   return scratch;
 }
 
-// dst[r][x] ← the horizontal pass over `rows` rows of src (row r at src + r * stride), out_w outputs a row.
-void horizontal_pass(const float* src, int64_t stride, int64_t rows, const Coefficients& c, int64_t out_w, float* dst) {
-  for (int64_t r = 0; r < rows; ++r) {
+// dst[r][x] ← the horizontal pass over `rows` rows of src (row r at src + r * stride, in_w pixels), out_w
+// outputs a row. Eight rows at a time: they are transposed into `block` ([in_w][8]), so that each output
+// column is a short sum of 8-wide vectors, rather than eight scalar dot products over a gather.
+void horizontal_pass(const float* src, int64_t stride, int64_t rows, int64_t in_w, const Coefficients& c,
+                     int64_t out_w, float* dst, std::vector<Lanes8>& block) {
+  int64_t r = 0;
+  if (rows >= kLanes) block.resize(static_cast<size_t>(in_w));
+  for (; r + kLanes <= rows; r += kLanes) {
+    for (int64_t j = 0; j < kLanes; ++j) {
+      const float* s = src + (r + j) * stride;
+      for (int64_t x = 0; x < in_w; ++x) block[x][j] = s[x];
+    }
+    for (int64_t x = 0; x < out_w; ++x) {
+      const float* w = c.weights.data() + x * c.ksize;
+      const Lanes8* b = block.data() + c.start[x];
+      Lanes8 acc = {};
+      for (int64_t k = 0; k < c.count[x]; ++k) acc += w[k] * b[k];
+      for (int64_t j = 0; j < kLanes; ++j) dst[(r + j) * out_w + x] = acc[j];
+    }
+  }
+  for (; r < rows; ++r) {  // the last rows, one at a time
     const float* s = src + r * stride;
     float* d = dst + r * out_w;
     for (int64_t x = 0; x < out_w; ++x) {
@@ -156,7 +179,7 @@ void resized_crop(const float* in, const Shape& shape, Box box, int64_t out_h, i
     float* dst = out + p * out_h * out_w;
     if (!vertical) {
       if (horizontal) {
-        horizontal_pass(src, w, out_h, s.horizontal, out_w, dst);
+        horizontal_pass(src, w, out_h, box.width, s.horizontal, out_w, dst, s.block);
       } else {
         for (int64_t r = 0; r < out_h; ++r)
           std::memcpy(dst + r * out_w, src + r * w, static_cast<size_t>(out_w) * sizeof(float));
@@ -164,7 +187,7 @@ void resized_crop(const float* in, const Shape& shape, Box box, int64_t out_h, i
       continue;
     }
     if (horizontal) {
-      horizontal_pass(src + first * w, w, last - first, s.horizontal, out_w, s.rows.data());
+      horizontal_pass(src + first * w, w, last - first, box.width, s.horizontal, out_w, s.rows.data(), s.block);
       vertical_pass(s.rows.data(), out_w, first, s.vertical, out_h, out_w, dst);
     } else {
       vertical_pass(src, w, 0, s.vertical, out_h, out_w, dst);
@@ -189,16 +212,19 @@ void rotate(const float* in, const Shape& shape, double degrees, std::span<const
   const auto fix = [](double v) { return static_cast<int64_t>(std::floor(v * 65536.0 + 0.5)); };
   const int64_t a0 = fix(a), a1 = fix(b), a3 = fix(d), a4 = fix(e);
   const int64_t x0 = fix(c + b * 0.5 + a * 0.5), y0 = fix(f + e * 0.5 + d * 0.5);
-  for (int64_t p = 0; p < planes; ++p) {
-    const float* src = in + p * h * w;
-    float* dst = out + p * h * w;
-    const float fv = fill[fill.size() == 1 ? 0 : p];
-    for (int64_t y = 0; y < h; ++y) {
-      int64_t xx = x0 + y * a1, yy = y0 + y * a4;
-      for (int64_t x = 0; x < w; ++x, xx += a0, yy += a3) {
-        const int64_t sx = xx >> 16, sy = yy >> 16;  // floor, as Pillow's arithmetic shift
-        dst[y * w + x] = (sx >= 0 && sx < w && sy >= 0 && sy < h) ? src[sy * w + sx] : fv;
-      }
+  thread_local std::vector<int64_t> source;  // one row's source pixel offsets (-1: outside), for every plane
+  source.resize(static_cast<size_t>(w));
+  for (int64_t y = 0; y < h; ++y) {
+    int64_t xx = x0 + y * a1, yy = y0 + y * a4;
+    for (int64_t x = 0; x < w; ++x, xx += a0, yy += a3) {
+      const int64_t sx = xx >> 16, sy = yy >> 16;  // floor, as Pillow's arithmetic shift
+      source[x] = (sx >= 0 && sx < w && sy >= 0 && sy < h) ? sy * w + sx : -1;
+    }
+    for (int64_t p = 0; p < planes; ++p) {
+      const float* src = in + p * h * w;
+      float* dst = out + p * h * w + y * w;
+      const float fv = fill[fill.size() == 1 ? 0 : p];
+      for (int64_t x = 0; x < w; ++x) dst[x] = source[x] >= 0 ? src[source[x]] : fv;
     }
   }
 }
@@ -211,12 +237,25 @@ void adjust_brightness(float* img, const Shape& shape, float factor) {
 void adjust_contrast(float* img, const Shape& shape, float factor) {
   const int64_t channels = check_color_image(shape, "adjust_contrast");
   const int64_t plane = shape[1] * shape[2];
-  double sum = 0.0;  // of the grayscale image
-  if (channels == 3) {
-    for (int64_t k = 0; k < plane; ++k) sum += kLumaR * img[k] + kLumaG * img[plane + k] + kLumaB * img[2 * plane + k];
-  } else {
-    for (int64_t k = 0; k < plane; ++k) sum += img[k];
+  // The grayscale image's sum (one channel: the image's): 8 float lanes over blocks of 1024 pixels, the
+  // blocks added in double (a single float accumulator would round away the small terms of a big image).
+  const float* r = img;
+  const float *g = channels == 3 ? img + plane : img, *b = channels == 3 ? img + 2 * plane : img;
+  const float wr = channels == 3 ? kLumaR : 1.0f, wg = channels == 3 ? kLumaG : 0.0f, wb = channels == 3 ? kLumaB : 0.0f;
+  double sum = 0.0;
+  int64_t k = 0;
+  while (k + kLanes <= plane) {
+    Lanes8 lanes = {};
+    for (const int64_t end = std::min(plane, k + 1024); k + kLanes <= end; k += kLanes) {
+      Lanes8 vr, vg, vb;
+      std::memcpy(&vr, r + k, sizeof vr);
+      std::memcpy(&vg, g + k, sizeof vg);
+      std::memcpy(&vb, b + k, sizeof vb);
+      lanes += wr * vr + wg * vg + wb * vb;
+    }
+    for (int j = 0; j < kLanes; ++j) sum += lanes[j];
   }
+  for (; k < plane; ++k) sum += wr * r[k] + wg * g[k] + wb * b[k];
   const float offset = (1.0f - factor) * static_cast<float>(sum / static_cast<double>(plane));
   for (int64_t k = 0, n = shape.numel(); k < n; ++k) img[k] = std::clamp(factor * img[k] + offset, 0.0f, 1.0f);
 }
@@ -238,31 +277,52 @@ void adjust_hue(float* img, const Shape& shape, float hue_shift) {
   if (check_color_image(shape, "adjust_hue") == 1) return;
   const int64_t plane = shape[1] * shape[2];
   float *r = img, *g = img + plane, *b = img + 2 * plane;
-  for (int64_t k = 0; k < plane; ++k) {
-    // RGB -> HSV (torchvision's _rgb2hsv), hue shifted modulo 1, HSV -> RGB (_hsv2rgb).
-    const float maxc = std::max({r[k], g[k], b[k]}), minc = std::min({r[k], g[k], b[k]});
-    const bool gray = maxc == minc;
-    const float range = maxc - minc;
-    const float s = range / (gray ? 1.0f : maxc);
-    const float divisor = gray ? 1.0f : range;
-    const float rc = (maxc - r[k]) / divisor, gc = (maxc - g[k]) / divisor, bc = (maxc - b[k]) / divisor;
-    const float h6 = maxc == r[k] ? bc - gc : maxc == g[k] ? 2.0f + rc - bc : 4.0f + gc - rc;
-    float hue = std::fmod(h6 / 6.0f + 1.0f, 1.0f) + hue_shift;
-    hue -= std::floor(hue);  // Python's % 1.0
-    const float v = maxc;
-    const float sector = std::floor(hue * 6.0f), frac = hue * 6.0f - sector;
-    const float pv = std::clamp(v * (1.0f - s), 0.0f, 1.0f);
-    const float qv = std::clamp(v * (1.0f - s * frac), 0.0f, 1.0f);
-    const float tv = std::clamp(v * (1.0f - s * (1.0f - frac)), 0.0f, 1.0f);
-    switch (static_cast<int>(sector) % 6) {
-      case 0: r[k] = v, g[k] = tv, b[k] = pv; break;
-      case 1: r[k] = qv, g[k] = v, b[k] = pv; break;
-      case 2: r[k] = pv, g[k] = v, b[k] = tv; break;
-      case 3: r[k] = pv, g[k] = qv, b[k] = v; break;
-      case 4: r[k] = tv, g[k] = pv, b[k] = v; break;
-      default: r[k] = v, g[k] = pv, b[k] = qv; break;
+  // RGB -> HSV as torchvision's _rgb2hsv, the hue shifted modulo 1, HSV -> RGB in the closed form
+  // channel(n) = v - v s clamp(min(t, 4 - t), 0, 1), t = (n + 6 hue) mod 6 (n = 5, 3, 1 for R, G, B), which
+  // equals _hsv2rgb's six sectors. Written once for T = float and for Lanes8 (8 pixels; GCC does not
+  // vectorise the scalar loop by itself), with selects instead of branches.
+  const auto shift = [hue_shift](auto red, auto green, auto blue, auto& out_r, auto& out_g, auto& out_b) {
+    using T = decltype(red);
+    const T zero = T{} + 0.0f, one = T{} + 1.0f;
+    const T gb_max = green > blue ? green : blue, gb_min = green < blue ? green : blue;
+    const T maxc = red > gb_max ? red : gb_max, minc = red < gb_min ? red : gb_min;
+    const T range = maxc - minc;
+    const auto gray = range == zero;
+    const T saturation = range / (gray ? one : maxc);
+    const T inv = one / (gray ? one : range);
+    const T rc = (maxc - red) * inv, gc = (maxc - green) * inv, bc = (maxc - blue) * inv;
+    const T h6 = maxc == red ? bc - gc : (maxc == green ? 2.0f + rc - bc : 4.0f + gc - rc);  // in [-1, 5]
+    T hue = h6 * (1.0f / 6.0f) + 1.0f + hue_shift;  // > 0: h6 / 6 >= -1/6 and the shift >= -1/2
+    if constexpr (std::is_same_v<T, float>) {
+      hue -= std::floor(hue);  // Python's % 1.0
+    } else {
+      using Ints8 = int32_t __attribute__((vector_size(32)));
+      hue -= __builtin_convertvector(__builtin_convertvector(hue, Ints8), T);  // truncation is floor here
     }
+    const T sextant = hue * 6.0f, chroma = maxc * saturation;
+    const auto channel = [&](float n) {
+      T t = n + sextant;
+      t = t >= 6.0f ? t - 6.0f : t;
+      T ramp = t < 4.0f - t ? t : 4.0f - t;
+      ramp = ramp < zero ? zero : (ramp > one ? one : ramp);
+      return maxc - chroma * ramp;
+    };
+    out_r = channel(5.0f);
+    out_g = channel(3.0f);
+    out_b = channel(1.0f);
+  };
+  int64_t k = 0;
+  for (; k + kLanes <= plane; k += kLanes) {
+    Lanes8 vr, vg, vb;
+    std::memcpy(&vr, r + k, sizeof vr);
+    std::memcpy(&vg, g + k, sizeof vg);
+    std::memcpy(&vb, b + k, sizeof vb);
+    shift(vr, vg, vb, vr, vg, vb);
+    std::memcpy(r + k, &vr, sizeof vr);
+    std::memcpy(g + k, &vg, sizeof vg);
+    std::memcpy(b + k, &vb, sizeof vb);
   }
+  for (; k < plane; ++k) shift(r[k], g[k], b[k], r[k], g[k], b[k]);
 }
 
 void to_grayscale(const float* in, const Shape& shape, int64_t out_channels, float* out) {
