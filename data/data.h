@@ -4,6 +4,7 @@
 #include "data/csv.h"
 #include "data/dataset.h"
 #include "data/idx.h"
+#include "data/image_transforms.h"
 #include "data/loader.h"
 #include "data/shard.h"
 #include "data/text.h"
