@@ -216,8 +216,8 @@ std::string render_confusion(const json& confusion, const std::string& dataset) 
         << "\" height=\"" << fmt("%.1f", cell) << "\" fill=\"rgb(" << r << "," << g << "," << b << ")\"><title>true "
         << escape(name(t)) << ", predicted " << escape(name(c)) << ": " << fmt("%.0f", count) << "</title></rect>\n";
       if (n <= 20)
-        o << "<text class=\"count\" x=\"" << fmt("%.1f", x + cell / 2) << "\" y=\"" << fmt("%.1f", y + cell / 2 + 4)
-          << "\" text-anchor=\"middle\" fill=\"" << (share > 0.5 ? "#fff" : "#222") << "\">" << fmt("%.0f", count)
+        o << "<text class=\"count" << (share > 0.5 ? " light" : "") << "\" x=\"" << fmt("%.1f", x + cell / 2) << "\" y=\"" << fmt("%.1f", y + cell / 2 + 4)
+          << "\" text-anchor=\"middle\">" << fmt("%.0f", count)
           << "</text>\n";
     }
   }
@@ -252,7 +252,7 @@ h1 { font-size: 20px; margin: 0 0 4px; } h2 { font-size: 16px; margin: 24px 0 8p
 .plots { display: flex; flex-wrap: wrap; gap: 12px; }
 figure { margin: 0; } figcaption { font-weight: 600; margin-bottom: 2px; }
 svg text { font: 11px system-ui, sans-serif; fill: #333; }
-svg .legend { font-size: 11px; } svg .axis { font-size: 12px; fill: #555; } svg .empty { fill: #999; font-size: 13px; }
+svg .legend { font-size: 11px; } svg text.light { fill: #fff; } svg .axis { font-size: 12px; fill: #555; } svg .empty { fill: #999; font-size: 13px; }
 svg .frame { fill: none; stroke: #999; } svg .grid { stroke: #e4e4e4; }
 table { border-collapse: collapse; } td, th { padding: 2px 10px; border-bottom: 1px solid #eee; text-align: left; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
