@@ -234,3 +234,16 @@ TEST(TrainTensorBoard, ScalarsEqualTheMetricsFilesAcrossResumes) {
     EXPECT_EQ(at, steps) << tag;
   }
 }
+
+// output.tensorboard: false writes no event files (steps.jsonl and the report stay).
+TEST(TrainTensorBoard, OffWritesNoEventFiles) {
+  test::Scratch s;
+  const std::string cfg = s.write("cfg.yaml", test::yaml({.epochs = 1, .batch_size = 50, .workers = 1, .limit = 100,
+                                                          .test_limit = 50, .hidden = 8}));
+  const fs::path run = s.dir() / "run";
+  ASSERT_EQ(test::train("--config " + cfg + " --out " + run.string() + " --set output.tensorboard=false").rc, 0);
+  for (const auto& e : fs::directory_iterator(run))
+    EXPECT_EQ(e.path().filename().string().rfind("events.out.tfevents.", 0), std::string::npos) << e.path();
+  EXPECT_TRUE(fs::exists(run / "steps.jsonl"));
+  EXPECT_TRUE(fs::exists(run / "report.html"));
+}
