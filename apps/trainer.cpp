@@ -203,10 +203,22 @@ std::string stop_on_data_failure(Session& s, const Progress& p, const data::Load
 }
 
 // Histograms of every parameter ("weights/<name>") and, with `grads`, of its gradient ("grads/<name>").
+// A tensor with no value a histogram can hold (all NaN or beyond ±1e20: a diverged run going on under
+// skip_nonfinite) is left out with a warning: the histograms are for looking, not a reason to stop.
 void add_histograms(SummaryWriter& tb, const nn::Module& model, int64_t step, bool grads) {
+  const auto add = [&](const std::string& tag, const Tensor& t) {
+    Histogram h;
+    try {
+      h = make_histogram(t);
+    } catch (const Error& e) {
+      logger().warn("step {}: no histogram of {}: {}", step, tag, e.what());
+      return;
+    }
+    tb.add_histogram(tag, h, step);  // a write failure (disk full) is an error, as for the metrics files
+  };
   for (const auto& [name, param] : model.named_parameters()) {
-    tb.add_histogram("weights/" + name, param, step);
-    if (grads && param.grad().defined()) tb.add_histogram("grads/" + name, param.grad(), step);
+    add("weights/" + name, param);
+    if (grads && param.grad().defined()) add("grads/" + name, param.grad());
   }
 }
 
