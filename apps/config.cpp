@@ -189,6 +189,11 @@ const F kFields[] = {
       .doc("Checkpoints kept; older ones are deleted."),
   F("output.log_every_steps", EMBER_MEMBER(output.log_every_steps)).def(100).unhashed().in(">= 1")
       .doc("Log the running loss every N steps."),
+  F("output.tensorboard", EMBER_MEMBER(output.tensorboard)).def(true).unhashed()
+      .doc("Write TensorBoard event files into the run directory (`tensorboard --logdir runs`): train loss, lr, "
+           "samples/s and memory every log_every_steps, every epoch metric per epoch."),
+  F("output.histograms_every_steps", EMBER_MEMBER(output.histograms_every_steps)).def(0).unhashed()
+      .in(">= 0 (0: off)").doc("With output.tensorboard: histograms of every weight and gradient every N steps."),
 
   F("eval.every_epochs", EMBER_MEMBER(eval_every_epochs)).def(1).in(">= 0 (0: never)")
       .doc("Evaluate on the test set every N epochs (plateau needs 1)."),

@@ -64,6 +64,8 @@ struct SchedulerConfig {
 struct OutputConfig {
   std::string dir;  // default: runs/<config file stem>
   int64_t checkpoint_every_epochs = 1, checkpoint_every_steps = 0, keep_last = 3, log_every_steps = 100;
+  bool tensorboard = true;            // event files in the run directory (observe/summary_writer.h)
+  int64_t histograms_every_steps = 0;  // weight and gradient histograms (0: none)
 };
 
 struct TrainConfig {

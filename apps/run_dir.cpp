@@ -118,6 +118,12 @@ std::optional<int64_t> jsonl_epoch(const std::string& line) {
   return std::stoll(line.substr(at + 8));
 }
 
+std::optional<int64_t> jsonl_step(const std::string& line) {
+  const size_t at = line.find("\"step\":");
+  if (at == std::string::npos) return std::nullopt;
+  return std::stoll(line.substr(at + 7));
+}
+
 std::optional<int64_t> csv_epoch(const std::string& line) {
   if (line.empty() || line.rfind("epoch,", 0) == 0) return std::nullopt;
   return std::stoll(line);
@@ -135,7 +141,57 @@ void append_line(const fs::path& path, const std::string& line) {
   out.flush();
   EMBER_CHECK(out.good(), "cannot append to '", path.string(), "' (disk full or no permission?)");
 }
+
+nlohmann::ordered_json json_number(double v) {
+  return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json(non_finite_text(v));
+}
 }  // namespace
+
+Scalars metrics_scalars(const MetricsRow& r, const std::string& bits_key) {
+  Scalars out{{"lr", r.lr}, {"train_loss", r.train_loss}};
+  const auto optional = [&](const char* name, const std::optional<double>& v) {
+    if (v) out.emplace_back(name, *v);
+  };
+  optional("train_accuracy", r.train_accuracy);
+  optional("test_loss", r.test_loss);
+  optional("test_accuracy", r.test_accuracy);
+  if (r.test_bits) out.emplace_back(bits_key, *r.test_bits);
+  optional("test_perplexity", r.test_perplexity);
+  out.emplace_back("samples_per_sec", r.samples_per_sec);
+  out.emplace_back("seconds", r.seconds);
+  return out;
+}
+
+Scalars step_scalars(const StepRow& r) {
+  return {{"loss", r.loss}, {"lr", r.lr}, {"samples_per_sec", r.samples_per_sec}, {"memory_mib", r.memory_mib}};
+}
+
+StepWriter::StepWriter(const fs::path& dir, std::optional<int64_t> resume_step) : path_(dir / "steps.jsonl") {
+  if (resume_step) truncate_rows(path_, *resume_step, jsonl_step);
+  else write_file_atomic(path_, "");
+}
+
+void StepWriter::append(const StepRow& r) {
+  nlohmann::ordered_json row = {{"step", r.step}, {"epoch", r.epoch}};
+  for (const auto& [name, value] : step_scalars(r)) row[name] = json_number(value);
+  append_line(path_, row.dump());
+}
+
+Scalars jsonl_scalars_at_step(const fs::path& file, int64_t step) {
+  Scalars out;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) {
+    if (jsonl_step(line) != step) continue;
+    const auto row = nlohmann::ordered_json::parse(line, nullptr, /*allow_exceptions=*/false);
+    EMBER_CHECK(row.is_object(), file.string(), ": a line is not a JSON object: ", line);
+    for (const auto& [name, value] : row.items()) {
+      if (name == "epoch" || name == "step") continue;
+      if (value.is_number()) out.emplace_back(name, value.get<double>());
+      else if (value.is_string()) out.emplace_back(name, std::stod(value.get<std::string>()));  // "NaN", "Infinity"
+    }
+  }
+  return out;
+}
 
 MetricsWriter::MetricsWriter(const fs::path& dir, std::optional<int64_t> resume_epochs, const std::string& bits_unit)
     : jsonl_(dir / "metrics.jsonl"), csv_(dir / "metrics.csv"), bits_key_("test_" + bits_unit) {
@@ -155,9 +211,7 @@ void MetricsWriter::append(const MetricsRow& r) {
   // NOTE: JSON has no NaN or Infinity literal (nlohmann would write null, the same as "no evaluation"), so
   // a non-finite value is the string Python's json module and JavaScript spell it with: float("NaN"),
   // float("-Infinity") and Number("Infinity") read it back. The CSV uses the same words.
-  const auto json_value = [](double v) {
-    return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json(non_finite_text(v));
-  };
+  const auto json_value = json_number;
   const auto json_optional = [&](const std::optional<double>& v) {
     return v ? json_value(*v) : nlohmann::ordered_json();  // null
   };

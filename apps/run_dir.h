@@ -3,6 +3,10 @@
 //   config.yaml                         the resolved config (every key) the run was started with
 //   checkpoint-<step, 8 digits>.safetensors   core/checkpoint.h files, newest = highest step
 //   metrics.jsonl, metrics.csv           one row per epoch (MetricsRow)
+//   steps.jsonl                          one row every output.log_every_steps steps (StepRow)
+//   events.out.tfevents.*                TensorBoard event files (output.tensorboard; observe/summary_writer.h)
+//   confusion.json                       classification: the final evaluation's confusion matrix
+//   report.html                          the run report (apps/report.h)
 //   init.safetensors                     the model before the first step (a fresh run writes it)
 //   vocab.json                           text data: the tokenizer (data::Tokenizer::save)
 #include <cstdint>
@@ -65,5 +69,35 @@ class MetricsWriter {
   std::filesystem::path jsonl_, csv_;
   std::string bits_key_;  // "test_bits_per_char"
 };
+
+// A metrics row's values as (name, value) pairs: every field that is present, but epoch and step, with
+// metrics.jsonl's names (test_bits as `bits_key`) — what TensorBoard gets as "epoch/<name>" scalars.
+using Scalars = std::vector<std::pair<std::string, double>>;
+Scalars metrics_scalars(const MetricsRow& row, const std::string& bits_key);
+
+// One line of steps.jsonl, written every output.log_every_steps optimizer steps (the steps the log prints):
+// the step's loss (its micro-batches' weighted mean; NaN for a skipped non-finite step), the learning rate
+// after it, the epoch's samples per second so far and the device allocator's live memory in MiB.
+struct StepRow {
+  int64_t step = 0, epoch = 0;  // epoch counts from 1
+  double loss = 0, lr = 0, samples_per_sec = 0, memory_mib = 0;
+};
+Scalars step_scalars(const StepRow& row);  // loss, lr, samples_per_sec, memory_mib
+
+// Appends StepRows to steps.jsonl as JSON objects {"step", "epoch", "loss", "lr", "samples_per_sec",
+// "memory_mib"} (non-finite values as metrics.jsonl spells them). Opening for a resumed run keeps the
+// rows of steps up to `resume_step` (the checkpoint's) and drops later ones.
+class StepWriter {
+ public:
+  StepWriter(const std::filesystem::path& dir, std::optional<int64_t> resume_step);
+  void append(const StepRow& row);
+
+ private:
+  std::filesystem::path path_;
+};
+
+// The numeric values of the rows of a metrics.jsonl or steps.jsonl file whose "step" is `step`, but epoch
+// and step ("NaN"/"Infinity" strings read as such; nulls left out). Nothing when the file is absent.
+Scalars jsonl_scalars_at_step(const std::filesystem::path& file, int64_t step);
 
 }  // namespace ember::app

@@ -12,8 +12,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <ember/ember.h>
+
 #include "apps/data_parallel.h"
 #include "apps/progress.h"
+#include "apps/report.h"
 #include "apps/run_dir.h"
 #include "backends/log.h"
 #include "apps/session.h"
@@ -199,6 +202,55 @@ std::string stop_on_data_failure(Session& s, const Progress& p, const data::Load
   }
 }
 
+// Histograms of every parameter ("weights/<name>") and, with `grads`, of its gradient ("grads/<name>").
+// A tensor with no value a histogram can hold (all NaN or beyond ±1e20: a diverged run going on under
+// skip_nonfinite) is left out with a warning: the histograms are for looking, not a reason to stop.
+void add_histograms(SummaryWriter& tb, const nn::Module& model, int64_t step, bool grads) {
+  const auto add = [&](const std::string& tag, const Tensor& t) {
+    Histogram h;
+    try {
+      h = make_histogram(t);
+    } catch (const Error& e) {
+      logger().warn("step {}: no histogram of {}: {}", step, tag, e.what());
+      return;
+    }
+    tb.add_histogram(tag, h, step);  // a write failure (disk full) is an error, as for the metrics files
+  };
+  for (const auto& [name, param] : model.named_parameters()) {
+    add("weights/" + name, param);
+    if (grads && param.grad().defined()) add("grads/" + name, param.grad());
+  }
+}
+
+// TensorBoard's record of the run (output.tensorboard): "train/<name>" scalars of steps.jsonl's rows,
+// "epoch/<name>" scalars of metrics.jsonl's rows, at their steps. A resumed run's writer purges every record
+// of steps >= the checkpoint's step C (a SessionLog START at C, as PyTorch's SummaryWriter(purge_step=C))
+// and writes again what the metrics files keep of step C: its steps.jsonl row and an epoch row that ended
+// at C, and the weight histograms when C is a histogram step. Purging from C rather than C + 1 is what
+// keeps the two in step when the checkpoint was written after step C's log line but before its epoch's
+// evaluation (a step checkpoint on an epoch's last batch): the old epoch row at C goes, as it goes from
+// metrics.jsonl. The gradient histograms of step C are not rewritten (the checkpoint has no gradients).
+// Call after the metrics writers have dropped the rows past the checkpoint.
+std::unique_ptr<SummaryWriter> open_tensorboard(const fs::path& dir, bool resume, int64_t step, const Session& s) {
+  SummaryWriterOptions options;
+  if (resume) options.purge_step = step;
+  auto tb = std::make_unique<SummaryWriter>(dir.string(), options);
+  if (resume) {
+    for (const auto& [name, value] : jsonl_scalars_at_step(dir / "steps.jsonl", step)) tb->add_scalar("train/" + name, value, step);
+    for (const auto& [name, value] : jsonl_scalars_at_step(dir / "metrics.jsonl", step)) tb->add_scalar("epoch/" + name, value, step);
+    const int64_t every = s.config.output.histograms_every_steps;
+    if (every > 0 && step > 0 && step % every == 0) add_histograms(*tb, *s.model, step, false);
+    tb->flush();
+  }
+  return tb;
+}
+
+// classification: the final evaluation's confusion matrix, for the run report (apps/report.h).
+void write_confusion(const fs::path& dir, const EvalResult& r) {
+  nlohmann::ordered_json j = {{"rows", "true class"}, {"columns", "predicted class"}, {"matrix", r.confusion}};
+  write_file_atomic(dir / "confusion.json", j.dump() + "\n");
+}
+
 }  // namespace
 
 // The examples of the micro-batches [first, first + accumulate) of an epoch of `batches` batches of
@@ -274,6 +326,10 @@ int run_training(const TrainOptions& o) {
                                                                                       : "bits_per_byte";
   std::optional<MetricsWriter> metrics;
   if (dp.root()) metrics.emplace(dir, o.resume ? std::optional<int64_t>(p.epoch) : std::nullopt, bits_unit);
+  std::optional<StepWriter> step_log;
+  if (dp.root()) step_log.emplace(dir, o.resume ? std::optional<int64_t>(p.step) : std::nullopt);
+  std::unique_ptr<SummaryWriter> tb;
+  if (dp.root() && cfg.output.tensorboard) tb = open_tensorboard(dir, o.resume, p.step, s);
   std::ofstream trace = open_trace(dp.root() ? o.trace_batches : "", o.resume, p.step);
   // Checkpoints hold every rank's running sums (collective: called at the same step on every rank).
   const auto checkpoint = [&](const Progress& at, const data::LoaderState& position) {
@@ -382,6 +438,18 @@ int run_training(const TrainOptions& o) {
         trace_step(trace, s, p.step, group_indices);
         p.seconds = seconds_before + std::chrono::duration<double>(clock::now() - started).count();
         display.step(p.epoch + 1, in_epoch, p.step, group_loss, current_lr(s), p.seen, p.seconds);
+        if (step_log && p.step % cfg.output.log_every_steps == 0) {
+          const StepRow row{.step = p.step, .epoch = p.epoch + 1, .loss = group_loss, .lr = current_lr(s),
+                            .samples_per_sec = static_cast<double>(p.seen) / std::max(p.seconds, 1e-9),
+                            .memory_mib = static_cast<double>(memory_stats(o.device).allocated) / (1 << 20)};
+          step_log->append(row);
+          if (tb) {
+            for (const auto& [name, value] : step_scalars(row)) tb->add_scalar("train/" + name, value, p.step);
+            tb->flush();
+          }
+        }
+        if (tb && cfg.output.histograms_every_steps > 0 && p.step % cfg.output.histograms_every_steps == 0)
+          add_histograms(*tb, *s.model, p.step, !group_bad);
         position = s.train_loader->state();
         const bool stop = dp.any(g_signal.load() != 0);  // a signal to any rank stops all at the same step
         if (stop || (cfg.output.checkpoint_every_steps > 0 && p.step % cfg.output.checkpoint_every_steps == 0)) {
@@ -415,6 +483,7 @@ int run_training(const TrainOptions& o) {
       const bool last = p.epoch + 1 == cfg.epochs;
       if (cfg.eval_every_epochs > 0 && ((p.epoch + 1) % cfg.eval_every_epochs == 0 || last)) {
         const EvalResult r = evaluate(*s.model, *s.test_loader, o.device, cfg);
+        if (last && dp.root() && !r.confusion.empty()) write_confusion(dir, r);
         row.test_loss = r.loss;
         row.test_accuracy = r.accuracy;
         if (cfg.task == "language_model") {
@@ -424,6 +493,10 @@ int run_training(const TrainOptions& o) {
       }
       end_epoch_schedule(s, dp.from_root(row.test_loss.value_or(row.train_loss)));  // the same LR on every rank
       if (metrics) metrics->append(row);
+      if (tb) {
+        for (const auto& [name, value] : metrics_scalars(row, "test_" + bits_unit)) tb->add_scalar("epoch/" + name, value, row.step);
+        tb->flush();
+      }
       display.epoch_summary(row, cfg.task, bits_unit == "bits_per_char" ? "bits/char" : bits_unit == "bits_per_byte" ? "bits/byte" : "bits/token");
       p = Progress{.epoch = p.epoch + 1, .step = p.step, .skipped = p.skipped};
       const int64_t every = cfg.output.checkpoint_every_epochs;
@@ -446,6 +519,16 @@ int run_training(const TrainOptions& o) {
   std::fprintf(out, "done: %lld steps%s; checkpoint %s, metrics %s\n", static_cast<long long>(p.step),
                p.skipped > 0 ? (", " + std::to_string(p.skipped) + " skipped (non-finite loss)").c_str() : "",
                last_checkpoint.c_str(), (dir / "metrics.jsonl").string().c_str());
+  if (dp.root()) {
+    // The report is a view of files already written: failing to write it loses nothing of the run.
+    try {
+      write_report(dir);
+      std::fprintf(out, "report %s\n", (dir / "report.html").string().c_str());
+    } catch (const std::exception& e) {
+      logger().warn("could not write the run report (the run itself is complete): {}; retry with: ember-report {}",
+                    e.what(), dir.string());
+    }
+  }
   return 0;
 }
 
