@@ -232,7 +232,9 @@ const F kFields[] = {
 
 // The items of data.transforms: `type` decides which other keys apply.
 const T kTransformFields[] = {
-  T("type", EMBER_MEMBER(type)).req().one_of({"normalize", "random_crop", "random_horizontal_flip"})
+  T("type", EMBER_MEMBER(type)).req().one_of({"normalize", "random_crop", "random_horizontal_flip", "resize",
+                                               "center_crop", "random_resized_crop", "color_jitter", "random_rotation",
+                                               "grayscale"})
       .doc("What the transform does."),
   T("mean", EMBER_MEMBER(mean)).req().when("type", "normalize")
       .doc("Subtracted per channel (one number: every channel)."),
@@ -244,6 +246,39 @@ const T kTransformFields[] = {
       .doc("Zeros added on each side before cropping."),
   T("p", EMBER_MEMBER(p)).def(0.5).in("in [0, 1]").when("type", "random_horizontal_flip")
       .doc("The probability that a training example is flipped left-right."),
+  // The image transforms (torchvision's, data/image_transforms.h); `size` has one row per type.
+  T("size", EMBER_MEMBER(size_hw)).req().in(">= 1").when("type", "resize")
+      .doc("One number: the shorter side becomes it, the aspect ratio kept; two: [height, width]. Bilinear, "
+           "antialiased when shrinking, as torchvision's Resize."),
+  T("size", EMBER_MEMBER(size_hw)).req().in(">= 1").when("type", "center_crop")
+      .doc("[height, width] of the central window, or one number for a square; smaller images are padded with 0."),
+  T("size", EMBER_MEMBER(size_hw)).req().in(">= 1").when("type", "random_resized_crop")
+      .doc("[height, width] of the output, or one number for a square. Training only: evaluation resizes the "
+           "shorter side to the larger of the two, then takes the central window of this size."),
+  T("scale", EMBER_MEMBER(scale)).def(std::vector<double>{0.08, 1.0}).items(2).in("> 0")
+      .when("type", "random_resized_crop")
+      .doc("[min, max] fraction of the image's area that the random window covers."),
+  T("ratio", EMBER_MEMBER(ratio)).def(std::vector<double>{3.0 / 4.0, 4.0 / 3.0}).items(2).in("> 0")
+      .when("type", "random_resized_crop")
+      .doc("[min, max] aspect ratio (width / height) of the window, drawn log-uniformly."),
+  T("brightness", EMBER_MEMBER(brightness)).def(0.0).in(">= 0").when("type", "color_jitter")
+      .doc("Brightness factor uniform in [max(0, 1 - b), 1 + b] (0: unchanged). The four adjustments run in a "
+           "random order; training only."),
+  T("contrast", EMBER_MEMBER(contrast)).def(0.0).in(">= 0").when("type", "color_jitter")
+      .doc("Contrast factor uniform in [max(0, 1 - c), 1 + c], about the grayscale mean (0: unchanged)."),
+  T("saturation", EMBER_MEMBER(saturation)).def(0.0).in(">= 0").when("type", "color_jitter")
+      .doc("Saturation factor uniform in [max(0, 1 - s), 1 + s] (0: unchanged)."),
+  T("hue", EMBER_MEMBER(hue)).def(0.0).in("in [0, 0.5]").when("type", "color_jitter")
+      .doc("Hue shift uniform in [-hue, hue], in turns of the colour wheel (0: unchanged)."),
+  T("degrees", EMBER_MEMBER(degrees)).req().when("type", "random_rotation")
+      .doc("One number d >= 0: an angle uniform in [-d, d]; two: [min, max]. Counter-clockwise about the centre, "
+           "nearest neighbour, same size; training only."),
+  T("fill", EMBER_MEMBER(fill)).def(std::vector<double>{0.0}).when("type", "random_rotation")
+      .doc("The value of the corners rotated in from outside, in the input's units (0.5: mid grey); one per "
+           "channel, or one for all."),
+  T("num_output_channels", EMBER_MEMBER(num_output_channels)).def(1).in("in [1, 3] (1 or 3)")
+      .when("type", "grayscale")
+      .doc("1, or 3 (the luma repeated, for a model built for RGB). ITU-R 601-2 luma, as PIL's convert('L')."),
 };
 // clang-format on
 
@@ -258,6 +293,15 @@ void read_transforms(Section& data, const std::string& key, TrainConfig& c) {
     schema::read_fields(transform_fields(), item, t);
     if (t.type == "normalize" && (t.mean.empty() || t.mean.size() != t.std.size()))
       item.fail("std", "normalize needs 'mean' and 'std' lists of the same non-zero length");
+    if ((t.type == "resize" || t.type == "center_crop" || t.type == "random_resized_crop") && t.size_hw.size() > 2)
+      item.fail("size", "expected one number or [height, width]");
+    if (t.type == "random_resized_crop" && t.scale[0] > t.scale[1]) item.fail("scale", "expected [min, max] with min <= max");
+    if (t.type == "random_resized_crop" && t.ratio[0] > t.ratio[1]) item.fail("ratio", "expected [min, max] with min <= max");
+    if (t.type == "random_rotation" && (t.degrees.empty() || t.degrees.size() > 2 ||
+                                        (t.degrees.size() == 1 ? t.degrees[0] < 0 : t.degrees[0] > t.degrees[1])))
+      item.fail("degrees", "expected one number d >= 0 (an angle in [-d, d]) or [min, max] with min <= max");
+    if (t.type == "random_rotation" && t.fill.empty()) item.fail("fill", "expected one value per channel, or one for all");
+    if (t.type == "grayscale" && t.num_output_channels == 2) item.fail("num_output_channels", "expected 1 or 3");
     c.data.transforms.push_back(t);
   }
 }

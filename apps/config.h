@@ -24,6 +24,12 @@ struct TransformConfig {
   std::vector<double> mean, std;
   int64_t size = 28, padding = 0;
   double p = 0.5;
+  // The image transforms (data/image_transforms.h), with torchvision's argument names in YAML:
+  std::vector<int64_t> size_hw;                  // `size` of resize, center_crop, random_resized_crop: [s] or [h, w]
+  std::vector<double> scale, ratio;              // random_resized_crop
+  double brightness = 0, contrast = 0, saturation = 0, hue = 0;  // color_jitter
+  std::vector<double> degrees, fill;             // random_rotation
+  int64_t num_output_channels = 1;               // grayscale
 };
 
 struct DataConfig {

@@ -205,8 +205,10 @@ std::string check_keys(std::span<const Key* const> keys) {
   for (size_t i = 0; i < keys.size(); ++i) {
     const Key& k = *keys[i];
     if (std::count(k.path.begin(), k.path.end(), '.') > 1) problem(k, "sections nest one level deep");
-    for (size_t j = 0; j < i; ++j)
-      if (keys[j]->path == k.path) problem(k, "listed twice");
+    for (size_t j = 0; j < i; ++j)  // several rows of a key: each for another value of the same `when` key
+      if (keys[j]->path == k.path && (k.when_key.empty() || keys[j]->when_key != k.when_key ||
+                                      keys[j]->when_value == k.when_value))
+        problem(k, "listed twice (rows of one key need the same 'when' key with different values)");
     if (i == 0 || keys[i - 1]->section() != k.section()) {
       const bool seen = std::find(seen_sections.begin(), seen_sections.end(), k.section()) != seen_sections.end();
       if (seen && !k.section().empty())

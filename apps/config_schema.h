@@ -193,7 +193,8 @@ bool applies(std::span<const Field<S>> fields, const Field<S>& f, const S& s) {
 
 // Reads every row of `fields` from `root` into `out`, in table order. Unknown keys in the maps the table
 // describes are refused first (with the nearest valid key); a key given where its `when` does not hold is
-// refused. `origin`, when given, receives where each key set explicitly came from ("cfg.yaml:3", "--set ...").
+// refused, unless another row of the same key applies. `origin`, when given, receives where each key set
+// explicitly came from ("cfg.yaml:3", "--set ...").
 template <typename S>
 void read_fields(std::span<const Field<S>> fields, Section& root, S& out,
                  std::map<std::string, std::string>* origin = nullptr) {
@@ -212,9 +213,15 @@ void read_fields(std::span<const Field<S>> fields, Section& root, S& out,
     Section section = f.section().empty() ? root : root.section(f.section());
     const std::string key = f.leaf();
     if (!applies(fields, f, out)) {
-      if (section.has(key))
-        section.fail(key, "only used with " + f.when_key + ": " + f.when_value + " (here " + f.when_key + " is " +
+      // A key may have several rows, one per value of its `when` key (data.transforms' `size`).
+      const auto other = [&](const Field<S>& g) { return &g != &f && g.path == f.path && applies(fields, g, out); };
+      if (section.has(key) && std::none_of(fields.begin(), fields.end(), other)) {
+        std::string values;  // every value of the `when` key that this key is used with
+        for (const Field<S>& g : fields)
+          if (g.path == f.path) values += (values.empty() ? "" : " or ") + g.when_value;
+        section.fail(key, "only used with " + f.when_key + ": " + values + " (here " + f.when_key + " is " +
                               detail::when_value_of(fields, out, f.when_key) + "); remove it");
+      }
       continue;
     }
     if (f.kind == Kind::list) {

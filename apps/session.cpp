@@ -1,6 +1,7 @@
 #include "apps/session.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -137,7 +138,9 @@ void open_datasets(Session& s, bool train, const std::string& vocab_file) {
 
 int64_t optimizer_steps(int64_t batches, int64_t accumulate) { return (batches + accumulate - 1) / accumulate; }
 
-std::vector<data::AnyTransform> transforms(const DataConfig& d, bool training) {
+}  // namespace
+
+std::vector<data::AnyTransform> make_transforms(const DataConfig& d, bool training) {
   std::vector<data::AnyTransform> out;
   for (const TransformConfig& t : d.transforms) {
     if (t.type == "normalize") {
@@ -147,10 +150,33 @@ std::vector<data::AnyTransform> transforms(const DataConfig& d, bool training) {
       out.emplace_back(data::RandomCrop(t.size, t.padding));
     } else if (training && t.type == "random_horizontal_flip") {
       out.emplace_back(data::RandomHorizontalFlip(static_cast<float>(t.p)));
+    } else if (t.type == "resize") {
+      out.emplace_back(t.size_hw.size() == 1 ? data::Resize(t.size_hw[0]) : data::Resize(t.size_hw[0], t.size_hw[1]));
+    } else if (t.type == "center_crop") {
+      out.emplace_back(data::CenterCrop(t.size_hw[0], t.size_hw.back()));
+    } else if (t.type == "random_resized_crop") {
+      const int64_t h = t.size_hw[0], w = t.size_hw.back();
+      if (training) {
+        out.emplace_back(data::RandomResizedCrop(h, w, {t.scale[0], t.scale[1]}, {t.ratio[0], t.ratio[1]}));
+      } else {  // evaluation sees the same shape, deterministically: the centre of the resized image
+        out.emplace_back(data::Resize(std::max(h, w)));
+        out.emplace_back(data::CenterCrop(h, w));
+      }
+    } else if (training && t.type == "color_jitter") {
+      out.emplace_back(data::ColorJitter(static_cast<float>(t.brightness), static_cast<float>(t.contrast),
+                                         static_cast<float>(t.saturation), static_cast<float>(t.hue)));
+    } else if (training && t.type == "random_rotation") {
+      const std::array<double, 2> range = t.degrees.size() == 1 ? std::array<double, 2>{-t.degrees[0], t.degrees[0]}
+                                                                : std::array<double, 2>{t.degrees[0], t.degrees[1]};
+      out.emplace_back(data::RandomRotation(range, std::vector<float>(t.fill.begin(), t.fill.end())));
+    } else if (t.type == "grayscale") {
+      out.emplace_back(data::Grayscale(t.num_output_channels));
     }
   }
   return out;
 }
+
+namespace {
 
 // One group of every parameter, or with optimizer.no_decay two (optim::weight_decay_groups: the decayed
 // ones, then those of the listed kinds with weight_decay 0).
@@ -240,7 +266,7 @@ TrainShape train_shape(const TrainConfig& config) {
     out.vocab_size = s.vocab_size;
     size = s.train_set->size();
   }
-  for (const data::AnyTransform& t : transforms(d, true)) out.sample_shape = t->output_shape(out.sample_shape);
+  for (const data::AnyTransform& t : make_transforms(d, true)) out.sample_shape = t->output_shape(out.sample_shape);
   if (d.limit > 0) size = std::min(size, d.limit);
   // the loader keeps the last partial batch
   out.steps_per_epoch = optimizer_steps((size + d.batch_size - 1) / d.batch_size, config.optimizer.accumulate_steps);
@@ -291,12 +317,12 @@ std::unique_ptr<Session> make_session(const TrainConfig& config, Device device, 
   open_datasets(*s, for_training, vocab_file);
   s->test_loader = std::make_unique<data::DataLoader>(
       s->test_set, data::DataLoaderOptions{.batch_size = d.test_batch_size, .num_workers = static_cast<int>(d.workers),
-                                           .transforms = transforms(d, false), .pin_memory = device.is_cuda()});
+                                           .transforms = make_transforms(d, false), .pin_memory = device.is_cuda()});
   if (for_training) {
     s->train_loader = std::make_unique<data::DataLoader>(
         s->train_set, data::DataLoaderOptions{.batch_size = d.batch_size, .shuffle = d.shuffle,
                                               .num_workers = static_cast<int>(d.workers), .seed = config.seed,
-                                              .transforms = transforms(d, true), .pin_memory = device.is_cuda(),
+                                              .transforms = make_transforms(d, true), .pin_memory = device.is_cuda(),
                                               // data parallel: this process's shard (apps/data_parallel.h)
                                               .num_shards = distributed::world_size(), .shard = distributed::rank()});
     s->steps_per_epoch = optimizer_steps(s->train_loader->num_batches(), config.optimizer.accumulate_steps);

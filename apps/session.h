@@ -71,6 +71,10 @@ struct TrainShape {
 };
 TrainShape train_shape(const TrainConfig& config);
 
+// data.transforms as the loaders' transforms: for training, or for evaluation (without the random
+// augmentations; random_resized_crop becomes resize + center_crop to the same size).
+std::vector<data::AnyTransform> make_transforms(const DataConfig& data, bool training);
+
 // The model, optimizer and scheduler of `config` for `shape`, exactly as make_session builds them, without
 // datasets or loaders (those stay null): ember-bench trains them on synthetic batches. Throws ConfigError
 // like make_session.

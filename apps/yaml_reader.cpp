@@ -253,6 +253,11 @@ std::vector<int64_t> Section::integers(const std::string& key, std::optional<std
   }
   const YAML::Node n = node_[key];
   const std::string expected = std::string("integers") + (*range != 0 ? " " : "") + range;
+  if (n.IsScalar()) {  // one integer stands for a list of one (as numbers(): `size: 224` for `size: [224]`)
+    const auto v = parse_int(n.Scalar());
+    if (!v || (ok && !ok(*v))) fail(key, "expected a list of " + expected + " (or one of them), got '" + n.Scalar() + "'");
+    return {*v};
+  }
   if (!n.IsSequence()) fail(key, "expected a list of " + expected + ", got " + shown(n));
   std::vector<int64_t> out;
   for (const auto& item : n) {

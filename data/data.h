@@ -6,6 +6,7 @@
 #include "data/idx.h"
 #include "data/image_decode.h"
 #include "data/image_folder.h"
+#include "data/image_transforms.h"
 #include "data/loader.h"
 #include "data/shard.h"
 #include "data/text.h"
