@@ -108,10 +108,11 @@ const F kFields[] = {
       .when("data.dataset", "image_folder").hashed_when_set_only()
       .doc("A file that is not a readable PNG or JPEG: fail before training starts, naming it, or leave it out "
            "with a warning."),
-  F("data.verify", EMBER_MEMBER(data.verify)).def("header").one_of({"header", "decode"})
+  F("data.verify", EMBER_MEMBER(data.verify)).def("auto").one_of({"auto", "header", "decode"})
       .when("data.dataset", "image_folder").unhashed()
       .doc("What is checked of every file before training: its header (fast), or a full decode (finds corrupt "
-           "pixel data too, and fills the cache)."),
+           "pixel data too, and fills the cache); auto: decode when every image fits data.cache_mb (the first "
+           "epoch would decode them anyway), else headers."),
   F("data.cache_mb", EMBER_MEMBER(data.cache_mb)).def(2048).in(">= 0 (0: no cache)")
       .when("data.dataset", "image_folder").unhashed()
       .doc("Memory for decoded images (MiB): the images that fit are decoded once, in the first epoch, and read "

@@ -41,7 +41,7 @@ struct DataConfig {
   int64_t context = 128, samples_per_epoch = 0;                      // text
   double val_fraction = 0.1;                                         // text
   std::string train_dir, test_dir;                                   // image_folder ("" test_dir: a split)
-  std::string channels = "auto", on_bad_file = "fail", verify = "header";  // image_folder
+  std::string channels = "auto", on_bad_file = "fail", verify = "auto";  // image_folder
   std::vector<std::string> extensions{".jpg", ".jpeg", ".png"};      // image_folder
   double split_fraction = 0.1;                                       // image_folder without test_dir
   int64_t split_seed = 0, cache_mb = 2048;                           // image_folder

@@ -77,7 +77,9 @@ data::ImageFolderOptions image_options(const DataConfig& d) {
   return {.extensions = d.extensions,
           .channels = d.channels == "auto" ? 0 : std::stoi(d.channels),
           .on_bad_file = d.on_bad_file == "fail" ? data::BadFile::fail : data::BadFile::skip_with_warning,
-          .verify = d.verify == "decode" ? data::Verify::decode : data::Verify::header,
+          .verify = d.verify == "decode"   ? data::Verify::decode
+                    : d.verify == "header" ? data::Verify::header
+                                           : data::Verify::fits,
           .cache_bytes = d.cache_mb << 20};
 }
 

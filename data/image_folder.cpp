@@ -121,7 +121,8 @@ ImageFolder::ImageFolder(const std::string& root, ImageFolderOptions options) : 
     state_ = std::make_unique<std::atomic<uint8_t>[]>(files_.size());
   };
   assign_cache();
-  if (options_.verify == Verify::decode) {
+  const bool fits = cache_slots_ == size();
+  if (options_.verify == Verify::decode || (options_.verify == Verify::fits && fits)) {
     parallel_indices(size(), threads, [&](int64_t i) {
       std::vector<uint8_t> scratch;
       try {

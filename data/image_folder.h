@@ -10,8 +10,11 @@
 // are sorted as torchvision sorts them (by folder, then name), so index i is the same file in both. An
 // example is input f32 [C, H, W] in [0, 1] (the bytes / 255, torchvision's ToTensor) and target a 0-d i64.
 //
-// Before training starts, the constructor checks every file (several threads): by default its header
-// (format, size), or with Verify::decode a full decode (which also fills the cache). A bad file — unreadable,
+// Before training starts, the constructor checks every file (several threads): its header (format, size),
+// then with Verify::decode a full decode, which also fills the cache. Verify::fits (the default) decodes
+// when every image fits the cache — work the first epoch would do anyway (Fashion-MNIST as 60000 PNGs:
+// 1.4 s for the headers, 2.9 s more to decode them all) — and checks headers only otherwise, so that a large
+// dataset is not decoded twice per epoch-one. A bad file — unreadable,
 // not a PNG or JPEG, corrupt — fails the constructor naming it (and counting the others), or with
 // BadFile::skip_with_warning is logged and left out. Images of one size make a fixed-shape dataset whose
 // batches come straight from bytes (the loader's byte-table path, as IdxDataset); images of different sizes
@@ -35,7 +38,7 @@
 namespace ember::data {
 
 enum class BadFile { fail, skip_with_warning };
-enum class Verify { header, decode };
+enum class Verify { fits, header, decode };
 
 struct ImageFolderOptions {
   // File name endings that count as images, compared without case; other files are ignored.
@@ -43,7 +46,7 @@ struct ImageFolderOptions {
   // 1 (gray, PIL's convert('L')), 3 (RGB, convert('RGB')), or 0: 1 when every image is stored gray, else 3.
   int channels = 0;
   BadFile on_bad_file = BadFile::fail;
-  Verify verify = Verify::header;
+  Verify verify = Verify::fits;  // decode when every image fits the cache, else check headers
   // Memory for decoded images, in bytes (0: no cache; every read decodes the file).
   int64_t cache_bytes = int64_t{2} << 30;
   // Threads that check the files at construction (0: the machine's cores, at most 8).

@@ -205,12 +205,16 @@ TEST(ImageFolder, BadFilesFailNamingThePathOrAreSkipped) {
   auto png = data::encode_png(px.data(), 40, 40, 3);
   png.resize(png.size() - 40);
   write_bytes(bad, png);
-  const auto lazy = std::make_shared<data::ImageFolder>(root.string());
+  const auto lazy = std::make_shared<data::ImageFolder>(root.string(), data::ImageFolderOptions{.verify = data::Verify::header});
   EXPECT_TRUE(lazy->variable_input_shape());
   msg = error_of([&] { lazy->get(3); });
   EXPECT_NE(msg.find(bad + ": corrupt or truncated PNG pixel data"), std::string::npos) << msg;
   msg = error_of([&] { data::ImageFolder ds(root.string(), {.verify = data::Verify::decode}); });
   EXPECT_NE(msg.find("(decoding); the first: " + bad), std::string::npos) << msg;
+  // The default decodes when everything fits the cache (here), else checks headers only.
+  msg = error_of([&] { data::ImageFolder ds(root.string()); });
+  EXPECT_NE(msg.find("(decoding); the first: " + bad), std::string::npos) << msg;
+  EXPECT_EQ(error_of([&] { data::ImageFolder ds(root.string(), {.cache_bytes = 100}); }), "");
   const data::ImageFolder decoded(root.string(), {.on_bad_file = data::BadFile::skip_with_warning,
                                                   .verify = data::Verify::decode});
   EXPECT_EQ(decoded.size(), 3);
@@ -265,13 +269,16 @@ TEST(ImageFolder, TheCacheFillsOnTheFirstEpochAndKeepsTheValues) {
   TempDir dir;
   const fs::path root = dir.dir() / "root";
   for (int i = 0; i < 12; ++i) write_png((root / (i % 2 ? "odd" : "even") / (std::to_string(i) + ".png")).string(), 4, 4, 1, i);
-  const auto cached = std::make_shared<data::ImageFolder>(root.string());
+  const data::ImageFolderOptions lazy{.verify = data::Verify::header};
+  const auto cached = std::make_shared<data::ImageFolder>(root.string(), lazy);
   const auto partial = std::make_shared<data::ImageFolder>(root.string(), data::ImageFolderOptions{.cache_bytes = 5 * 16});
   const auto uncached = std::make_shared<data::ImageFolder>(root.string(), data::ImageFolderOptions{.cache_bytes = 0});
   EXPECT_EQ(cached->cache_capacity(), 12);
   EXPECT_EQ(partial->cache_capacity(), 5);
   EXPECT_EQ(uncached->cache_capacity(), 0);
-  EXPECT_EQ(cached->cached(), 0);
+  EXPECT_EQ(cached->cached(), 0);   // header checks only: the loader's workers fill it
+  EXPECT_EQ(partial->cached(), 0);  // the default, when not everything fits: the same
+  EXPECT_EQ(data::ImageFolder(root.string()).cached(), 12);  // the default when it all fits: decoded up front
   std::vector<std::vector<float>> epochs;
   for (const auto& ds : {cached, partial, uncached}) {
     data::DataLoader loader(ds, {.batch_size = 5, .shuffle = true, .num_workers = 2, .seed = 1});
