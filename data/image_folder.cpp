@@ -93,8 +93,12 @@ ImageFolder::ImageFolder(const std::string& root, ImageFolderOptions options) : 
                 ". Remove or fix ", bad.size() > 1 ? "them" : "it", ", or skip bad files (on_bad_file: skip_with_warning)");
     std::vector<File> kept;
     for (size_t i = 0; i < files_.size(); ++i) {
-      if (errors[i].empty()) kept.push_back(std::move(files_[i]));
-      else logger().warn("ImageFolder: skipping {}", errors[i]), skipped_.push_back(errors[i]);
+      if (errors[i].empty()) {
+        kept.push_back(std::move(files_[i]));
+      } else {
+        logger().warn("ImageFolder: skipping {}", errors[i]);
+        skipped_.push_back(errors[i]);
+      }
     }
     files_ = std::move(kept);
     errors.assign(files_.size(), "");
@@ -109,13 +113,17 @@ ImageFolder::ImageFolder(const std::string& root, ImageFolderOptions options) : 
 
   channels_ = options_.channels;
   if (channels_ == 0) channels_ = std::all_of(files_.begin(), files_.end(), [](const File& f) { return f.gray; }) ? 1 : 3;
+  // The cache holds the first images in index order, as many as fit.
   const auto assign_cache = [&] {
     int64_t used = 0;
     cache_slots_ = 0;
+    for (File& f : files_) f.offset = -1;
     for (File& f : files_) {
       const int64_t bytes = channels_ * f.height * f.width;
-      f.offset = cache_slots_ == static_cast<int64_t>(&f - files_.data()) && used + bytes <= options_.cache_bytes ? used : -1;
-      if (f.offset >= 0) used += bytes, ++cache_slots_;
+      if (used + bytes > options_.cache_bytes) break;
+      f.offset = used;
+      used += bytes;
+      ++cache_slots_;
     }
     cache_ = used > 0 ? std::make_unique_for_overwrite<uint8_t[]>(static_cast<size_t>(used)) : nullptr;
     state_ = std::make_unique<std::atomic<uint8_t>[]>(files_.size());
