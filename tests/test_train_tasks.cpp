@@ -410,6 +410,14 @@ TEST(TrainTasks, ImageFolderAndCifar10) {
   ASSERT_EQ(eval.rc, 0) << eval.output;
   test::expect_in(eval.output, {"examples 10", "test accuracy 100.00%", " 0 dark ", " 1 light "});
 
+  // A class folder added since: a resumed run refuses to continue with other classes.
+  fs::create_directories(root / "medium");
+  fs::copy_file(root / "dark" / "0.png", root / "medium" / "0.png");
+  const Result resumed = train("--resume " + run.string());
+  EXPECT_EQ(resumed.rc, 2);
+  test::expect_in(resumed.output, {"the dataset's classes are now [dark, light, medium]", "classes.json"});
+  fs::remove_all(root / "medium");
+
   // A file that is no image: the run fails before training, naming it; skipped with on_bad_file.
   const fs::path bad = root / "light" / "broken.png";
   std::ofstream(bad) << "not a png";
