@@ -294,7 +294,8 @@ void read_transforms(Section& data, const std::string& key, TrainConfig& c) {
     schema::read_fields(transform_fields(), item, t);
     if (t.type == "normalize" && (t.mean.empty() || t.mean.size() != t.std.size()))
       item.fail("std", "normalize needs 'mean' and 'std' lists of the same non-zero length");
-    if ((t.type == "resize" || t.type == "center_crop" || t.type == "random_resized_crop") && t.size_hw.size() > 2)
+    if ((t.type == "resize" || t.type == "center_crop" || t.type == "random_resized_crop") &&
+        (t.size_hw.empty() || t.size_hw.size() > 2))
       item.fail("size", "expected one number or [height, width]");
     if (t.type == "random_resized_crop" && t.scale[0] > t.scale[1]) item.fail("scale", "expected [min, max] with min <= max");
     if (t.type == "random_resized_crop" && t.ratio[0] > t.ratio[1]) item.fail("ratio", "expected [min, max] with min <= max");

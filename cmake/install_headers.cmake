@@ -1,8 +1,8 @@
 # Run by `cmake --install`: copies the public headers to <prefix>/include/ember/<layer>/ and rewrites their
 # includes of Ember's own headers ("core/tensor.h") to the installed form ("ember/core/tensor.h"), so that a
 # user's include path needs <prefix>/include only and gains no bare core/, nn/, data/, backends/ folders.
-# Inputs (set by the install(CODE) before it): EMBER_SOURCE_DIR, EMBER_HEADER_DEST.
-set(layers backends core autograd nn optim data distributed)
+# Inputs (set by the install(CODE) before it): EMBER_SOURCE_DIR, EMBER_HEADER_DEST, EMBER_INSTALL_ONNX.
+set(layers backends core autograd nn optim data distributed onnx)
 list(JOIN layers "|" layer_regex)
 file(GLOB_RECURSE headers RELATIVE "${EMBER_SOURCE_DIR}"
      "${EMBER_SOURCE_DIR}/backends/*.h" "${EMBER_SOURCE_DIR}/core/*.h" "${EMBER_SOURCE_DIR}/autograd/*.h"
@@ -10,6 +10,9 @@ file(GLOB_RECURSE headers RELATIVE "${EMBER_SOURCE_DIR}"
      "${EMBER_SOURCE_DIR}/distributed/*.h")
 list(FILTER headers EXCLUDE REGEX "^backends/cuda/")  # the CUDA backend's internals
 list(APPEND headers "include/ember/ember.h")
+if(EMBER_INSTALL_ONNX)
+  list(APPEND headers "onnx/export.h")  # ember::onnx's API (its graph builder's headers stay internal)
+endif()
 foreach(header IN LISTS headers)
   file(READ "${EMBER_SOURCE_DIR}/${header}" text)
   string(REGEX REPLACE "#include \"(${layer_regex})/" "#include \"ember/\\1/" text "${text}")

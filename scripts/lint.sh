@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
-sources=(backends core autograd nn optim data distributed apps)
+sources=(backends core autograd nn optim data distributed onnx apps)
 
 echo "== cppcheck =="
 cppcheck --std=c++20 --enable=warning,performance,portability --inline-suppr --quiet --error-exitcode=1 \

@@ -78,6 +78,7 @@ TEST(ConfigImageTransforms, KeysDefaultsAndTheLoadersTransforms) {
 TEST(ConfigImageTransforms, BadValuesNameTheKey) {
   expect_error("    - {type: resize, size: [1, 2, 3]}\n", {"data.transforms[0].size", "[height, width]"});
   expect_error("    - {type: resize}\n", {"data.transforms[0].size", "missing required key"});
+  expect_error("    - {type: random_resized_crop, size: []}\n", {"data.transforms[0].size", "[height, width]"});
   expect_error("    - {type: center_crop, size: 0}\n", {"data.transforms[0].size", ">= 1"});
   expect_error("    - {type: random_resized_crop, size: 8, scale: [0.9, 0.1]}\n", {"data.transforms[0].scale", "min <= max"});
   expect_error("    - {type: random_resized_crop, size: 8, ratio: [1]}\n", {"data.transforms[0].ratio", "2 numbers"});

@@ -3,9 +3,14 @@
 // that per-thread scratch space relies on.
 #include <gtest/gtest.h>
 
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <thread>
 #include <vector>
 
@@ -164,6 +169,75 @@ TEST(ThreadPool, GemmsOnManyThreadsAtOnceMatchAPlainLoop) {
     });
     for (int64_t i = 0; i < kCount * M * N; ++i) ASSERT_NEAR(got[i], want[i], 1e-3) << "rep " << rep << " at " << i;
   }
+}
+
+// f32 GEMMs go to oneDNN's sgemm when every dimension is large and to OpenBLAS otherwise (openblas.cpp): both
+// sides of that line, every transpose, alpha and beta, padded leading dimensions, split across the pool and on
+// the calling thread alone, against a double loop. (The split and the serial results may differ in the last
+// bits — a chunk's kernels block K differently — as they do in OpenBLAS alone and in PyTorch.)
+TEST(ThreadPool, EveryGemmFormMatchesDoubleSplitOrNot) {
+  for (const auto& [m, n, k] : {std::array<int64_t, 3>{64, 256, 784}, {256, 64, 96}, {64, 10, 128}, {10, 128, 64}}) {
+    for (const bool ta : {false, true})
+      for (const bool tb : {false, true})
+        for (const auto& [alpha, beta] : {std::array<float, 2>{1.0f, 0.0f}, {0.5f, 1.0f}, {-2.0f, 0.25f}}) {
+          const int64_t pad = 3, lda = (ta ? m : k) + pad, ldb = (tb ? k : n) + pad, ldc = n + pad;
+          const auto a = filled((ta ? k : m) * lda, 5), b = filled((tb ? n : k) * ldb, 6), c0 = filled(m * ldc, 7);
+          std::vector<float> split = c0, serial = c0;
+          gemm<float>(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, split.data(), ldc);
+          {
+            const SerialThisThread one_thread;
+            gemm<float>(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, serial.data(), ldc);
+          }
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) {
+              double acc = 0;
+              for (int64_t p = 0; p < k; ++p)
+                acc += double(ta ? a[p * lda + i] : a[i * lda + p]) * (tb ? b[j * ldb + p] : b[p * ldb + j]);
+              const double want = alpha * acc + beta * double(c0[i * ldc + j]);
+              for (const float got : {split[i * ldc + j], serial[i * ldc + j]})
+                ASSERT_NEAR(got, want, 1e-4 * (1 + std::abs(want))) << m << "x" << n << "x" << k << " ta " << ta
+                                                                     << " tb " << tb << " alpha " << alpha << " at "
+                                                                     << i << "," << j;
+            }
+          for (int64_t i = 0; i < m; ++i)  // the padding is left alone
+            for (int64_t j = n; j < ldc; ++j) ASSERT_TRUE(split[i * ldc + j] == c0[i * ldc + j] && serial[i * ldc + j] == c0[i * ldc + j]);
+        }
+  }
+}
+
+// oneDNN's JIT GEMM kernels point RSP into the heap while they run (backends/cpu/signal_guard.h): a signal
+// handled on that thread corrupted the heap (ember-train aborted on about one Ctrl-C in five). Signals aimed
+// at the GEMM-running threads as fast as they can be sent, while GEMMs that take oneDNN run split across the
+// pool; the heap must survive (glibc aborts on the corruption it finds when the buffers are freed).
+std::atomic<int64_t> g_handled{0};
+extern "C" void count_signal(int) { g_handled.fetch_add(1, std::memory_order_relaxed); }
+
+TEST(ThreadPool, SignalsDuringGemmsLeaveTheHeapIntact) {
+  struct sigaction sa {}, old {};
+  sa.sa_handler = count_signal;
+  sigemptyset(&sa.sa_mask);
+  ASSERT_EQ(sigaction(SIGUSR1, &sa, &old), 0);
+  const int64_t m = 64, n = 256, k = 784;
+  const auto a = filled(m * k, 8), b = filled(k * n, 9);
+  std::vector<float> c(m * n);
+  std::atomic<bool> done{false};
+  const pthread_t target = pthread_self();
+  std::thread sender([&] {
+    while (!done.load()) {
+      pthread_kill(target, SIGUSR1);
+      ::kill(::getpid(), SIGUSR1);  // to any thread: the pool's workers too
+      std::this_thread::sleep_for(std::chrono::microseconds(5));
+    }
+  });
+  for (int rep = 0; rep < 2000; ++rep) {
+    gemm<float>(false, true, m, n, k, 1.0f, a.data(), k, b.data(), k, 0.0f, c.data(), n);
+    std::vector<float> churn(static_cast<size_t>(1000 + rep * 37));  // malloc and free across the heap
+    churn[0] = c[rep % (m * n)];
+  }
+  done = true;
+  sender.join();
+  sigaction(SIGUSR1, &old, nullptr);
+  EXPECT_GT(g_handled.load(), 0) << "no signal was handled: the test did not test anything";
 }
 
 }  // namespace

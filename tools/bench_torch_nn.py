@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """LibTorch's side of bench/bench_nn.cpp: the same conv2d shapes and passes through Debian's python3-torch
 (the same libtorch the C++ API uses; Python's overhead is negligible at these millisecond sizes), in its
-best configuration (docs/benchmarks.md): run as
+best configuration (docs/benchmarks.md; tools/compare_conv_vs_libtorch.py runs it so, with the OpenBLAS
+kernel family matching the CPU: SkylakeX with AVX-512 F/BW/VL/DQ, Haswell with AVX2): by hand,
 
-    OPENBLAS_CORETYPE=SkylakeX OPENBLAS_NUM_THREADS=1 \
+    OPENBLAS_CORETYPE=<SkylakeX|Haswell> OPENBLAS_NUM_THREADS=1 \
     GLIBC_TUNABLES=glibc.malloc.mmap_threshold=268435456:glibc.malloc.trim_threshold=1073741824 \
     /usr/bin/python3 tools/bench_torch_nn.py [threads]
 """

@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Ember vs LibTorch on the Fashion-MNIST CNN's two convolutions, run alternately (A B A B ...) so that
 both see the same machine load; prints each pair's ratio (Ember GFLOP/s / LibTorch GFLOP/s) and the
-medians. LibTorch runs in its best configuration (docs/benchmarks.md); Ember as installed.
+medians. LibTorch runs in its best configuration for this CPU (docs/benchmarks.md): the OpenBLAS kernel family that
+matches the CPU's flags (SkylakeX with AVX-512, Haswell with AVX2: tools/vs_libtorch.py's choice, never a
+hard-coded one), malloc tunables; Ember as installed.
 
     /usr/bin/python3 tools/compare_conv_vs_libtorch.py build/bench/bench_nn [pairs=5] [threads=2]
 """
@@ -14,8 +16,16 @@ import sys
 bench, pairs = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 5
 threads = sys.argv[3] if len(sys.argv) > 3 else "2"
 here = os.path.dirname(os.path.abspath(__file__))
-torch_env = {**os.environ, "OPENBLAS_CORETYPE": "SkylakeX", "OPENBLAS_NUM_THREADS": "1",
+sys.path.insert(0, here)
+from vs_libtorch import cpu_info, openblas_family  # noqa: E402 (one choice of kernel family for every tool)
+
+cpu, flags = cpu_info()
+family = openblas_family(flags)
+torch_env = {**os.environ, "OPENBLAS_NUM_THREADS": "1",
              "GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=268435456:glibc.malloc.trim_threshold=1073741824"}
+if family:
+    torch_env["OPENBLAS_CORETYPE"] = family  # else OpenBLAS's own detection
+print(f"CPU: {cpu}; LibTorch's OpenBLAS kernels: {family or 'auto-detected'}", flush=True)
 ember_env = {k: v for k, v in os.environ.items() if not k.startswith("OPENBLAS_")}  # as installed elsewhere
 ember_env["EMBER_NUM_THREADS"] = threads
 names = ["conv1 fwd", "conv2 fwd", "conv1 fwd+bwd", "conv2 fwd+bwd"]

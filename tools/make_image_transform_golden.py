@@ -3,7 +3,7 @@
 (Debian's python3-torchvision and python3-pil):
 
     /usr/bin/python3 tools/make_image_transform_golden.py          # writes tests/data/image_transform_golden.safetensors
-    /usr/bin/python3 tools/make_image_transform_golden.py --time   # also times torchvision's RandomResizedCrop(224)
+    /usr/bin/python3 tools/make_image_transform_golden.py --time   # also times torchvision's transforms
 
 Two small images made from a seed, "rgb" (37 x 53 RGB) and "gray" (37 x 53 L): smooth gradients, a few sharp
 edges and noise, so both the filters' smoothing and their edges matter. Each is stored as IMG.x, f32
@@ -60,7 +60,7 @@ def pixels(img):  # PIL image -> f32 [C, H, W] / 255
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--time", action="store_true",
-                        help="time RandomResizedCrop(224) on a 500x375 image (compare: bench/bench_image_transforms)")
+                        help="time the transforms on a 500x375 PIL image (compare: bench/bench_image_transforms)")
     args = parser.parse_args()
 
     images = make_images()
@@ -114,16 +114,19 @@ def main():
         big = Image.fromarray(rng.integers(0, 256, size=(375, 500, 3), dtype=np.uint8), "RGB")
         torch.manual_seed(0)
         rrc = T.RandomResizedCrop(224)
-        for n, fn in (("RandomResizedCrop(224), PIL", lambda: rrc(big)),
-                      ("RandomResizedCrop(224) + ToTensor, PIL", lambda: F.to_tensor(rrc(big)))):
+        cases = [("RandomResizedCrop(224)", rrc), ("RandomResizedCrop(224) + ToTensor", T.Compose([rrc, T.ToTensor()])),
+                 ("Resize(256)", T.Resize(256)), ("CenterCrop(224)", T.CenterCrop(224)),
+                 ("ColorJitter(0.4, 0.4, 0.4, 0.1)", T.ColorJitter(0.4, 0.4, 0.4, 0.1)),
+                 ("RandomRotation(15)", T.RandomRotation(15)), ("Grayscale(3)", T.Grayscale(3))]
+        for n, t in cases:
             for _ in range(20):
-                fn()
+                t(big)
             reps = 500
             t0, c0 = time.perf_counter(), time.process_time()
             for _ in range(reps):
-                fn()
+                t(big)
             wall, cpu = (time.perf_counter() - t0) / reps * 1e6, (time.process_time() - c0) / reps * 1e6
-            print(f"torchvision {n} on 500x375 RGB: {wall:.0f} us wall, {cpu:.0f} us CPU per image")
+            print(f"torchvision {n}, PIL 500x375 RGB: {wall:.0f} us wall, {cpu:.0f} us CPU per image")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backends/cpu/parallel.h"
+#include "backends/cpu/signal_guard.h"
 #include "backends/log.h"
 
 namespace ember::cpu {
@@ -166,6 +167,7 @@ bool usable(const TensorArg& x) { return x.dtype == DType::f32; }
 bool forward_whole(const TensorArg& x, const TensorArg& w, const TensorArg* bias, const TensorArg& y,
                    const Conv2dParams& p) {
   try {
+    const AsyncSignalsBlocked no_signals;  // signal_guard.h: some oneDNN kernels move RSP into the heap
     const OpenMpTeam team;  // before the primitive is created: it is made for this team size
     const Descs d = descs(x, w, y, p);
     std::unique_lock lock(g_mutex);
@@ -201,6 +203,7 @@ bool forward_whole(const TensorArg& x, const TensorArg& w, const TensorArg* bias
 bool backward_whole(const TensorArg& x, const TensorArg& w, const TensorArg& grad_y, const TensorArg* grad_x,
                     const TensorArg* grad_w, const TensorArg* grad_bias, const Conv2dParams& p) {
   try {
+    const AsyncSignalsBlocked no_signals;  // signal_guard.h: some oneDNN kernels move RSP into the heap
     const OpenMpTeam team;  // before the primitives are created: they are made for this team size
     const Descs d = descs(x, w, grad_y, p);
     const bool with_bias = grad_bias != nullptr;

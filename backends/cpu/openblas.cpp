@@ -4,12 +4,17 @@
 
 #include <omp.h>
 
+#if EMBER_WITH_ONEDNN
+#include <oneapi/dnnl/dnnl.h>
+#endif
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <vector>
 
 #include "backends/cpu/parallel.h"
+#include "backends/cpu/signal_guard.h"
 #include "backends/error.h"
 #include "backends/log.h"
 
@@ -138,10 +143,43 @@ void blas_single_threaded_here() {
   if (omp_get_max_threads() != 1) omp_set_num_threads(1);  // (an OpenMpTeam scope may have raised it)
 }
 
+// oneDNN's sgemm is 5-30% faster than OpenBLAS's kernels on the MLP's large GEMMs and 25-60% slower when a
+// dimension is ~10 (docs/benchmarks.md, bench/bench_gemm.cpp): it takes those with every dimension this large.
+constexpr int64_t kOnednnMinDim = 32;
+
+// Which library runs an f32 GEMM, decided once per GEMM from its whole shape (so every chunk of it, and so the
+// result, is the same for any thread count).
+enum class Sgemm { openblas, onednn };
+
+Sgemm sgemm_for(int64_t m, int64_t n, int64_t k) {
+#if EMBER_WITH_ONEDNN
+  static const bool forced_openblas = [] {
+    const char* v = std::getenv("EMBER_SGEMM");
+    return v != nullptr && std::string(v) == "openblas";
+  }();
+  if (!forced_openblas && std::min({m, n, k}) >= kOnednnMinDim) return Sgemm::onednn;
+#endif
+  (void)m, (void)n, (void)k;
+  return Sgemm::openblas;
+}
+
 template <typename T>
-void gemm_serial(const Blas& lib, int ta, int tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
-                 const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+void gemm_serial(const Blas& lib, Sgemm which, int ta, int tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+                 int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
   blas_single_threaded_here();
+#if EMBER_WITH_ONEDNN
+  if constexpr (std::is_same_v<T, float>) {
+    if (which == Sgemm::onednn) {
+      const AsyncSignalsBlocked no_signals_in_jit_gemm;  // signal_guard.h: oneDNN's GEMM kernels move RSP
+      const dnnl_status_t st = dnnl_sgemm(ta == kTrans ? 'T' : 'N', tb == kTrans ? 'T' : 'N', m, n, k, alpha, a, lda,
+                                          b, ldb, beta, c, ldc);
+      EMBER_CHECK(st == dnnl_success, "matmul (cpu): oneDNN's sgemm failed with status ", static_cast<int>(st),
+                  " for ", m, "x", n, "x", k);
+      return;
+    }
+  }
+#endif
+  (void)which;
   if constexpr (std::is_same_v<T, float>)
     lib.sgemm(kRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   else
@@ -163,22 +201,23 @@ template <typename T>
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
           int64_t ldb, T beta, T* c, int64_t ldc) {
   const Blas& lib = blas();
+  const Sgemm which = std::is_same_v<T, float> ? sgemm_for(m, n, k) : Sgemm::openblas;
   const int ta = trans_a ? kTrans : kNoTrans, tb = trans_b ? kTrans : kNoTrans;
   const bool split_n = n >= m;
   const int64_t extent = split_n ? n : m;
   const int64_t by_work = m * n * k / kMinChunkMacs, by_tiles = extent / kTile;
   const int64_t want = std::min({by_work, by_tiles, int64_t{num_threads()} * pool_detail::kChunksPerThread});
   if (want < 2 || !can_parallelize()) {
-    gemm_serial(lib, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    gemm_serial(lib, which, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
   const int64_t size = ((extent + want - 1) / want + kTile - 1) / kTile * kTile;
   parallel_chunks((extent + size - 1) / size, [&](int64_t chunk) {
     const int64_t lo = chunk * size, len = std::min(extent, lo + size) - lo;
     if (split_n)  // columns [lo, lo + len) of B and C
-      gemm_serial(lib, ta, tb, m, len, k, alpha, a, lda, trans_b ? b + lo * ldb : b + lo, ldb, beta, c + lo, ldc);
+      gemm_serial(lib, which, ta, tb, m, len, k, alpha, a, lda, trans_b ? b + lo * ldb : b + lo, ldb, beta, c + lo, ldc);
     else  // rows [lo, lo + len) of A and C
-      gemm_serial(lib, ta, tb, len, n, k, alpha, trans_a ? a + lo : a + lo * lda, lda, b, ldb, beta, c + lo * ldc,
+      gemm_serial(lib, which, ta, tb, len, n, k, alpha, trans_a ? a + lo : a + lo * lda, lda, b, ldb, beta, c + lo * ldc,
                   ldc);
   });
 }
