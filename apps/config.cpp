@@ -44,12 +44,13 @@ const F kFields[] = {
            "(data.dataset: csv, loss.type: mse or l1)."),
 
   F("data.dataset", EMBER_MEMBER(data.dataset))
-      .one_of({"fashion_mnist", "idx", "csv", "text"})
+      .one_of({"fashion_mnist", "idx", "csv", "text", "image_folder", "cifar10"})
       .computed([](const TrainConfig& c) -> Value { return std::string(c.task == "language_model" ? "text" : "fashion_mnist"); },
                 "`fashion_mnist` (`text` for task: language_model)")
       .doc("fashion_mnist: Fashion-MNIST's four files in data.dir; idx: any four IDX files (train and test images "
            "and labels); csv: two CSV tables of numbers (data/csv.h), one example per line; text: a UTF-8 "
-           "corpus cut into windows of data.context tokens (task: language_model only)."),
+           "corpus cut into windows of data.context tokens (task: language_model only); image_folder: JPEG/PNG "
+           "files, one subfolder per class (data.train_dir); cifar10: CIFAR-10's binary files (data.root)."),
   F("data.dir", EMBER_MEMBER(data.dir)).def(data::kFashionMnistDir).when("data.dataset", "fashion_mnist")
       .doc("The folder holding Fashion-MNIST's four files, gzipped or not (Debian's dataset-fashion-mnist installs "
            "them at the default)."),
@@ -83,6 +84,42 @@ const F kFields[] = {
   F("data.samples_per_epoch", EMBER_MEMBER(data.samples_per_epoch)).def(0).in(">= 0 (0: train tokens / context)")
       .when("data.dataset", "text")
       .doc("Training windows per epoch, at random starts in the training text (new ones every epoch, seeded)."),
+  F("data.train_dir", EMBER_MEMBER(data.train_dir)).req().when("data.dataset", "image_folder")
+      .doc("The folder of training images, one subfolder per class (<train_dir>/<class>/<image>.png or .jpg); the "
+           "classes are the subfolder names in sorted order, saved with the run as classes.json."),
+  F("data.test_dir", EMBER_MEMBER(data.test_dir)).def("").when("data.dataset", "image_folder").hashed_when_set_only()
+      .doc("The folder of test images, with the same class subfolders; empty: data.split_fraction of train_dir's "
+           "images, drawn with data.split_seed, are held out as the test split."),
+  F("data.split_fraction", EMBER_MEMBER(data.split_fraction)).def(0.1).in("in (0, 1)")
+      .when("data.dataset", "image_folder").hashed_when_set_only()
+      .doc("Without data.test_dir: the fraction of train_dir's images held out for testing."),
+  F("data.split_seed", EMBER_MEMBER(data.split_seed)).def(0).in(">= 0").when("data.dataset", "image_folder")
+      .hashed_when_set_only()
+      .doc("Without data.test_dir: seeds the draw of the held-out images (apart from seed, so that changing the "
+           "training seed keeps the test split)."),
+  F("data.channels", EMBER_MEMBER(data.channels)).def("auto").one_of({"auto", "1", "3"})
+      .when("data.dataset", "image_folder").hashed_when_set_only()
+      .doc("1: gray (as PIL's convert('L')), 3: RGB (convert('RGB')), auto: 1 when every image is stored gray, "
+           "else 3."),
+  F("data.extensions", EMBER_MEMBER(data.extensions)).def(std::vector<std::string>{".jpg", ".jpeg", ".png"})
+      .each_of({".jpg", ".jpeg", ".png"}).when("data.dataset", "image_folder").hashed_when_set_only()
+      .doc("The file endings read as images (without case); other files are ignored."),
+  F("data.on_bad_file", EMBER_MEMBER(data.on_bad_file)).def("fail").one_of({"fail", "skip_with_warning"})
+      .when("data.dataset", "image_folder").hashed_when_set_only()
+      .doc("A file that is not a readable PNG or JPEG: fail before training starts, naming it, or leave it out "
+           "with a warning."),
+  F("data.verify", EMBER_MEMBER(data.verify)).def("auto").one_of({"auto", "header", "decode"})
+      .when("data.dataset", "image_folder").unhashed()
+      .doc("What is checked of every file before training: its header (fast), or a full decode (finds corrupt "
+           "pixel data too, and fills the cache); auto: decode when every image fits data.cache_mb (the first "
+           "epoch would decode them anyway), else headers."),
+  F("data.cache_mb", EMBER_MEMBER(data.cache_mb)).def(2048).in(">= 0 (0: no cache)")
+      .when("data.dataset", "image_folder").unhashed()
+      .doc("Memory for decoded images (MiB): the images that fit are decoded once, in the first epoch, and read "
+           "from memory after."),
+  F("data.root", EMBER_MEMBER(data.root)).req().when("data.dataset", "cifar10")
+      .doc("CIFAR-10's binary version: the cifar-10-batches-bin folder (data_batch_1..5.bin, test_batch.bin) or "
+           "the folder holding it."),
   F("data.batch_size", EMBER_MEMBER(data.batch_size)).def(64).in(">= 1").doc("Examples per training step."),
   F("data.test_batch_size", EMBER_MEMBER(data.test_batch_size)).def(1000).in(">= 1")
       .doc("Examples per evaluation batch."),
@@ -416,6 +453,17 @@ void check_relations(Section& top, const TrainConfig& c, bool fashion_files) {
   if (c.task == "regression" && c.label_smoothing > 0) loss.fail("label_smoothing", "only applies to cross_entropy");
   if (text && !c.data.transforms.empty())
     data.fail("transforms", "the transforms are for images; text data takes none");
+  if (c.data.dataset == "image_folder") {
+    if (!fs::is_directory(c.data.train_dir))
+      data.fail("train_dir", "'" + c.data.train_dir + "' is not a folder; give the folder that holds one subfolder "
+                             "of images per class");
+    if (!c.data.test_dir.empty() && !fs::is_directory(c.data.test_dir))
+      data.fail("test_dir", "'" + c.data.test_dir + "' is not a folder; give the test images' folder (one subfolder "
+                            "per class), or leave it empty to hold out data.split_fraction of train_dir");
+  }
+  if (c.data.dataset == "cifar10" && !fs::is_directory(c.data.root))
+    data.fail("root", "'" + c.data.root + "' is not a folder; give CIFAR-10's cifar-10-batches-bin folder (from "
+                      "cifar-10-binary.tar.gz) or the folder holding it");
   if (text && !c.data.path.empty() && !fs::exists(c.data.path))
     data.fail("path", "'" + c.data.path + "' does not exist; give a UTF-8 text file or a folder of them, or leave it "
                       "empty for the fortunes corpus");

@@ -40,6 +40,12 @@ struct DataConfig {
   std::string path, tokenizer = "char";                              // text ("" path: the fortunes corpus)
   int64_t context = 128, samples_per_epoch = 0;                      // text
   double val_fraction = 0.1;                                         // text
+  std::string train_dir, test_dir;                                   // image_folder ("" test_dir: a split)
+  std::string channels = "auto", on_bad_file = "fail", verify = "auto";  // image_folder
+  std::vector<std::string> extensions{".jpg", ".jpeg", ".png"};      // image_folder
+  double split_fraction = 0.1;                                       // image_folder without test_dir
+  int64_t split_seed = 0, cache_mb = 2048;                           // image_folder
+  std::string root;                                                  // cifar10
   int64_t batch_size = 64, test_batch_size = 1000, workers = 2, limit = 0, test_limit = 0;
   bool shuffle = true;
   std::vector<TransformConfig> transforms;

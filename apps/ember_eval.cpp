@@ -10,6 +10,7 @@
 #include <ember/ember.h>
 
 #include "apps/cli.h"
+#include "apps/run_dir.h"
 #include "apps/session.h"
 
 using namespace ember;
@@ -19,14 +20,17 @@ namespace {
 const char* const kFashionClasses[] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                                        "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
 
-void print_report(const app::EvalResult& r, bool fashion) {
+// `names`: the classes' names in label order (empty: "class N", or Fashion-MNIST's for `fashion`).
+void print_report(const app::EvalResult& r, bool fashion, const std::vector<std::string>& names) {
   std::printf("examples %lld, test loss %.4f, test accuracy %.2f%%\n\nper-class accuracy:\n",
               static_cast<long long>(r.examples), r.loss, 100 * r.accuracy.value_or(0));
   const size_t n = r.confusion.size();
   for (size_t c = 0; c < n; ++c) {
     int64_t total = 0;
     for (int64_t v : r.confusion[c]) total += v;
-    const std::string name = fashion && n == 10 ? kFashionClasses[c] : "class " + std::to_string(c);
+    const std::string name = c < names.size()        ? names[c]
+                             : fashion && n == 10 ? kFashionClasses[c]
+                                                  : "class " + std::to_string(c);
     std::printf("  %2zu %-12s %6.2f%%  (%lld examples)\n", c, name.c_str(),
                 total > 0 ? 100.0 * static_cast<double>(r.confusion[c][c]) / static_cast<double>(total) : 0.0,
                 static_cast<long long>(total));
@@ -67,6 +71,16 @@ int main(int argc, char** argv) {
     auto session = app::make_session(config, dev, /*for_training=*/false, vocab);
     const Checkpoint ckpt = Checkpoint::load(checkpoint);
     app::check_corpus(*session, ckpt);
+    // The run's class list (classes.json next to the checkpoint) names the classes; the test data must agree.
+    std::vector<std::string> names = session->class_names;
+    const auto classes_file = std::filesystem::path(checkpoint).parent_path() / "classes.json";
+    if (std::filesystem::exists(classes_file)) {
+      names = app::read_class_names(classes_file);
+      if (!session->class_names.empty() && session->class_names != names)
+        throw app::ConfigError("the test data's classes are [" + join(session->class_names) + "], but the model was "
+                               "trained on [" + join(names) + "] (" + classes_file.string() +
+                               "); its class indices would not match");
+    }
     session->model->load_state_dict(ckpt.take("model."));
     std::printf("%s on %s (%s)\n", checkpoint.c_str(), dev.str().c_str(), config_path.c_str());
     const app::EvalResult r = app::evaluate(*session->model, *session->test_loader, dev, config);
@@ -79,7 +93,7 @@ int main(int argc, char** argv) {
     } else if (config.task == "regression") {
       std::printf("examples %lld, test loss (%s) %.6g\n", static_cast<long long>(r.examples), config.loss.c_str(), r.loss);
     } else {
-      print_report(r, config.data.dataset == "fashion_mnist");
+      print_report(r, config.data.dataset == "fashion_mnist", names);
     }
     return 0;
   });

@@ -79,6 +79,22 @@ std::vector<std::string> remove_stale_temporaries(const fs::path& dir) {
   return removed;
 }
 
+void write_class_names(const fs::path& file, const std::vector<std::string>& names) {
+  write_file_atomic(file, nlohmann::json{{"classes", names}}.dump(1) + "\n");
+}
+
+std::vector<std::string> read_class_names(const fs::path& file) {
+  std::ifstream in(file);
+  if (!in) throw ConfigError(file.string() + ": cannot read the run's class list");
+  try {
+    const nlohmann::json j = nlohmann::json::parse(in);
+    return j.at("classes").get<std::vector<std::string>>();
+  } catch (const nlohmann::json::exception& e) {
+    throw ConfigError(file.string() + ": not a class list ({\"classes\": [names]}, as ember-train writes it): " +
+                      e.what());
+  }
+}
+
 void ensure_writable_dir(const fs::path& dir) {
   const auto refuse = [&](const std::string& why) {
     throw ConfigError("the run directory " + dir.string() + " is not writable (" + why +

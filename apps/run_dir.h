@@ -9,6 +9,7 @@
 //   report.html                          the run report (apps/report.h)
 //   init.safetensors                     the model before the first step (a fresh run writes it)
 //   vocab.json                           text data: the tokenizer (data::Tokenizer::save)
+//   classes.json                         {"classes": [names in label order]}, for datasets that name them
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -37,6 +38,11 @@ std::vector<std::string> remove_stale_temporaries(const std::filesystem::path& d
 // Creates `dir` if needed and checks that a file can be written there, before any work: throws
 // ConfigError naming the directory and the reason (exit code 2) when it cannot.
 void ensure_writable_dir(const std::filesystem::path& dir);
+
+// classes.json: writes it (atomically); reads it back, throwing ConfigError naming the file when it is not
+// such a file.
+void write_class_names(const std::filesystem::path& file, const std::vector<std::string>& names);
+std::vector<std::string> read_class_names(const std::filesystem::path& file);
 
 struct MetricsRow {
   int64_t epoch = 0, step = 0;  // epoch counts from 1; step: optimizer steps so far

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <numeric>
@@ -72,6 +73,48 @@ void open_text(Session& s, const std::string& vocab_file) {
   s.vocab_size = s.tokenizer->vocab_size();
 }
 
+data::ImageFolderOptions image_options(const DataConfig& d) {
+  return {.extensions = d.extensions,
+          .channels = d.channels == "auto" ? 0 : std::stoi(d.channels),
+          .on_bad_file = d.on_bad_file == "fail" ? data::BadFile::fail : data::BadFile::skip_with_warning,
+          .verify = d.verify == "decode"   ? data::Verify::decode
+                    : d.verify == "header" ? data::Verify::header
+                                           : data::Verify::fits,
+          .cache_bytes = d.cache_mb << 20};
+}
+
+// Image folders: train_dir and test_dir, or train_dir split into data.split_fraction for testing.
+void open_images(Session& s, bool train) {
+  const DataConfig& d = s.config.data;
+  const auto train_folder = train || d.test_dir.empty() ? std::make_shared<data::ImageFolder>(d.train_dir, image_options(d))
+                                                        : nullptr;
+  if (d.test_dir.empty()) {
+    const int64_t n = train_folder->size();
+    if (n < 2)
+      throw ConfigError(d.train_dir + " holds " + std::to_string(n) + " image; a train/test split needs at least 2 "
+                        "(or give data.test_dir)");
+    const int64_t held = std::clamp<int64_t>(std::llround(static_cast<double>(n) * d.split_fraction), 1, n - 1);
+    const auto parts = data::random_split(train_folder, {n - held, held}, static_cast<uint64_t>(d.split_seed));
+    s.test_set = limited(parts[1], d.test_limit);
+    if (train) s.train_set = limited(parts[0], d.limit);
+    s.class_names = train_folder->classes();
+    return;
+  }
+  const auto test_folder = std::make_shared<data::ImageFolder>(d.test_dir, image_options(d));
+  s.test_set = limited(test_folder, d.test_limit);
+  s.class_names = test_folder->classes();
+  if (!train) return;
+  if (train_folder->classes() != test_folder->classes())
+    throw ConfigError("data.test_dir " + d.test_dir + " has the classes [" + join(test_folder->classes()) +
+                      "], but data.train_dir " + d.train_dir + " has [" + join(train_folder->classes()) +
+                      "]; both need the same class subfolders (a label is the class's place in sorted order)");
+  if (train_folder->channels() != test_folder->channels())
+    throw ConfigError("data.train_dir's images read as " + std::to_string(train_folder->channels()) +
+                      " channels but data.test_dir's as " + std::to_string(test_folder->channels()) +
+                      " (data.channels: auto takes 1 only when every image is gray); set data.channels: 1 or 3");
+  s.train_set = limited(train_folder, d.limit);
+}
+
 // The datasets of the config's data section (train_set only when `train`).
 void open_datasets(Session& s, bool train, const std::string& vocab_file) {
   const TrainConfig& c = s.config;
@@ -83,6 +126,12 @@ void open_datasets(Session& s, bool train, const std::string& vocab_file) {
   } else if (d.dataset == "csv") {
     s.test_set = limited(open_csv(c, false), d.test_limit);
     if (train) s.train_set = limited(open_csv(c, true), d.limit);
+  } else if (d.dataset == "image_folder") {
+    open_images(s, train);
+  } else if (d.dataset == "cifar10") {
+    s.test_set = limited(data::cifar10(d.root, data::Split::Test), d.test_limit);
+    if (train) s.train_set = limited(data::cifar10(d.root, data::Split::Train), d.limit);
+    s.class_names = data::cifar10_classes();
   } else {
     s.test_set = limited(open_split(d, data::Split::Test), d.test_limit);
     if (train) s.train_set = limited(open_split(d, data::Split::Train), d.limit);

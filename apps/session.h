@@ -39,6 +39,9 @@ struct Session {
   std::optional<data::Tokenizer> tokenizer;
   std::string corpus_fingerprint;
   std::shared_ptr<data::TokenWindows> train_windows, test_windows;
+  // The classes' names in label order, where the dataset has them (image_folder: its subfolders; cifar10);
+  // empty otherwise. ember-train saves them as <run>/classes.json.
+  std::vector<std::string> class_names;
   std::unique_ptr<optim::Optimizer> optimizer;
   std::unique_ptr<optim::LRScheduler> scheduler;  // null for scheduler.type: none
   int64_t steps_per_epoch = 0;  // optimizer steps: ceil(batches / optimizer.accumulate_steps)

@@ -320,6 +320,15 @@ int run_training(const TrainOptions& o) {
       if (s.tokenizer) s.tokenizer->save((dir / "vocab.json").string());
     }
   }
+  // The class names (image folders, CIFAR-10): ember-eval names classes by them; a resumed run must see the same.
+  if (dp.root() && !s.class_names.empty()) {
+    const fs::path classes = dir / "classes.json";
+    if (o.resume && fs::exists(classes) && read_class_names(classes) != s.class_names)
+      throw ConfigError("--resume " + dir.string() + ": the dataset's classes are now [" + join(s.class_names) +
+                        "], but the run was started with those in " + classes.string() +
+                        "; a class folder was added, removed or renamed");
+    write_class_names(classes, s.class_names);
+  }
   if (dp.root()) write_file_atomic(dir / "config.yaml", to_yaml(cfg));
   const std::string bits_unit = !s.tokenizer ? "bits_per_token"
                                 : s.tokenizer->type() == data::Tokenizer::Type::Char ? "bits_per_char"

@@ -1,5 +1,9 @@
 #include "data/collate.h"
 
+#include <cstring>
+#include <map>
+#include <string>
+
 #include "core/raw.h"
 
 namespace ember::data {
@@ -22,7 +26,85 @@ Collator::Collator(DatasetPtr dataset, std::vector<AnyTransform> transforms, Bat
                 ", which leaves no room for the batch dim");
   }
   if (!allocator_) allocator_ = [](const Shape& shape, DType dtype) { return raw::empty(shape, dtype, kCPU); };
-  if (dataset_->has_byte_inputs() && spec_.input_dtype == DType::f32) build_byte_table();
+  variable_ = dataset_->variable_input_shape();
+  if (variable_) check_variable_shapes();
+  else if (dataset_->has_byte_inputs() && spec_.input_dtype == DType::f32) build_byte_table();
+}
+
+std::string Collator::transform_names() const {
+  std::string names;
+  for (const AnyTransform& t : transforms_) names += (names.empty() ? "" : ", ") + t->name();
+  return names.empty() ? "no transforms" : names;
+}
+
+// Every distinct input shape through the transforms: each must come out as example 0 does (shapes_.back()).
+void Collator::check_variable_shapes() const {
+  std::map<std::string, int64_t> seen;  // shape → its first example
+  const int64_t n = dataset_->size();
+  for (int64_t i = 0; i < n; ++i) {
+    const Shape in = dataset_->input_shape(i);
+    if (!seen.emplace(in.str(), i).second) continue;
+    Shape s = in;
+    for (const AnyTransform& t : transforms_) {
+      try {
+        s = t->output_shape(s);
+      } catch (const Error& e) {
+        detail::throw_error("DataLoader: ", dataset_->describe(i), " (input ", in, "): ", e.what());
+      }
+    }
+    EMBER_CHECK(s == shapes_.back(), "DataLoader: the examples differ in size and the transforms (", transform_names(),
+                ") do not bring them to one: ", dataset_->describe(0), " (input ", shapes_.front(), ") comes out ",
+                shapes_.back(), ", but ", dataset_->describe(i), " (input ", in, ") comes out ", s,
+                "; a batch stacks examples of one size (PyTorch: \"stack expects each tensor to be equal size\"): add a "
+                "transform that outputs a fixed size (a resize or a crop) or make the images one size");
+  }
+}
+
+void Collator::make_variable(std::span<const int64_t> indices, uint64_t transform_key, const Batch& out,
+                             Workspace& ws) const {
+  const int64_t out_numel = input_shape().numel();
+  const int64_t target_numel = spec_.target_shape.numel();
+  const size_t target_bytes = static_cast<size_t>(target_numel) * dtype_size(spec_.target_dtype);
+  auto* targets = static_cast<uint8_t*>(out.target.data_ptr());
+  for (size_t b = 0; b < indices.size(); ++b) {
+    const int64_t index = indices[b];
+    const Example ex = dataset_->get(index);
+    const Tensor in = ex.input.is_contiguous() ? ex.input : ex.input.contiguous();
+    const Tensor tg = ex.target.is_contiguous() ? ex.target : ex.target.contiguous();
+    EMBER_CHECK(in.dtype() == spec_.input_dtype && tg.dtype() == spec_.target_dtype && tg.shape() == spec_.target_shape,
+                "DataLoader: ", dataset_->describe(index), " has input ", dtype_name(in.dtype()), " and target ",
+                tg.shape(), " ", dtype_name(tg.dtype()), "; the dataset's examples are ", dtype_name(spec_.input_dtype),
+                " with targets ", spec_.target_shape, " ", dtype_name(spec_.target_dtype));
+    std::memcpy(targets + b * target_bytes, tg.data_ptr(), target_bytes);
+    Shape shape = in.shape();
+    if (transforms_.empty()) {
+      EMBER_CHECK(shape == input_shape(), "DataLoader: ", dataset_->describe(index), " is ", shape,
+                  ", but the batch's examples are ", input_shape(), " (no transforms bring them to one size)");
+      const size_t bytes = static_cast<size_t>(out_numel) * in.element_size();
+      std::memcpy(static_cast<uint8_t*>(out.input.data_ptr()) + b * bytes, in.data_ptr(), bytes);
+      continue;
+    }
+    float* dst = out.input.data<float>() + static_cast<int64_t>(b) * out_numel;
+    // Ping-pong through the transforms at this example's shapes.
+    ExampleRng rng(transform_key, static_cast<uint64_t>(index));
+    const float* src = in.data<float>();
+    for (size_t k = 0; k < transforms_.size(); ++k) {
+      const Shape next = transforms_[k]->output_shape(shape);
+      const bool last = k + 1 == transforms_.size();
+      std::vector<float>& buf = k % 2 == 0 ? ws.ping : ws.pong;
+      if (last) {
+        EMBER_CHECK(next == input_shape(), "DataLoader: ", dataset_->describe(index), " (input ", in.shape(),
+                    ") comes out of the transforms (", transform_names(), ") as ", next, ", but the batch's examples are ",
+                    input_shape(), "; add a transform that outputs a fixed size (a resize or a crop)");
+      } else if (static_cast<int64_t>(buf.size()) < next.numel()) {
+        buf.resize(static_cast<size_t>(next.numel()));
+      }
+      float* to = last ? dst : buf.data();
+      transforms_[k]->apply(src, shape, to, rng);
+      src = to;
+      shape = next;
+    }
+  }
 }
 
 void Collator::build_byte_table() {
@@ -60,6 +142,10 @@ Batch Collator::make(std::span<const int64_t> indices, uint64_t transform_key, W
   const auto batch = static_cast<int64_t>(indices.size());
   Batch out{allocate(input_shape(), batch, spec_.input_dtype), allocate(spec_.target_shape, batch, spec_.target_dtype)};
   // The dataset's values (after the fused transforms, if any) into `dst`.
+  if (variable_) {
+    make_variable(indices, transform_key, out, ws);
+    return out;
+  }
   const auto read = [&](const Tensor& dst) {
     if (fused_ > 0) dataset_->get_batch_bytes(indices, byte_table_, dst, out.target);
     else dataset_->get_batch(indices, dst, out.target);

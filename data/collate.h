@@ -8,6 +8,11 @@
 // transforms (Normalize): the conversion and those transforms become one table of 256 values per channel,
 // built once by running the transforms themselves on the 256 converted byte values, so a batch is one
 // gather pass from the bytes, and its values equal, bit for bit, converting first and transforming after.
+//
+// Datasets of variable input shapes (Dataset::variable_input_shape(): images of different sizes): each
+// example is read with get() and transformed at its own shape; the transforms must bring every example to
+// one shape. The Collator checks that at construction for every distinct input shape of the dataset, so a
+// mismatch fails before training starts, naming an example (its file) of that shape and the transforms.
 #include <functional>
 #include <span>
 #include <vector>
@@ -57,6 +62,9 @@ class Collator {
   void transform_batch(const float* staged, int64_t batch, std::span<const int64_t> indices,
                        uint64_t transform_key, float* out, Workspace& ws) const;
   void build_byte_table();
+  void check_variable_shapes() const;
+  void make_variable(std::span<const int64_t> indices, uint64_t transform_key, const Batch& out, Workspace& ws) const;
+  std::string transform_names() const;  // "RandomCrop, Normalize" ("no transforms")
 
   DatasetPtr dataset_;
   std::vector<AnyTransform> transforms_;
@@ -65,6 +73,7 @@ class Collator {
   std::vector<Shape> shapes_;  // shapes_[k]: input of transform k; shapes_.back(): final
   size_t fused_ = 0;           // leading transforms folded into byte_table_ (0: none, the plain get_batch)
   std::vector<float> byte_table_;  // [channels, 256]: byte → value after the fused transforms
+  bool variable_ = false;          // dataset_->variable_input_shape(): examples read one by one
 };
 
 }  // namespace ember::data

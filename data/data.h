@@ -4,6 +4,8 @@
 #include "data/csv.h"
 #include "data/dataset.h"
 #include "data/idx.h"
+#include "data/image_decode.h"
+#include "data/image_folder.h"
 #include "data/image_transforms.h"
 #include "data/loader.h"
 #include "data/shard.h"

@@ -55,6 +55,13 @@ ExampleSpec Dataset::spec() const {
   return {e.input.shape(), e.input.dtype(), e.target.shape(), e.target.dtype()};
 }
 
+Shape Dataset::input_shape(int64_t index) const {
+  check_index(index, size(), "Dataset::input_shape");
+  return spec().input_shape;
+}
+
+std::string Dataset::describe(int64_t index) const { return "example " + std::to_string(index); }
+
 float Dataset::byte_value(uint8_t) const {
   detail::throw_error("Dataset::byte_value: this dataset does not store its inputs as bytes (has_byte_inputs() is false)");
 }
@@ -147,6 +154,22 @@ std::vector<int64_t> base_indices(std::span<const int64_t> indices, const std::v
   return mapped;
 }
 }  // namespace
+
+ExampleSpec Subset::spec() const {
+  ExampleSpec s = base_->spec();
+  if (base_->variable_input_shape() && !indices_.empty()) s.input_shape = base_->input_shape(indices_[0]);
+  return s;
+}
+
+Shape Subset::input_shape(int64_t index) const {
+  check_index(index, size(), "Subset::input_shape");
+  return base_->input_shape(indices_[index]);
+}
+
+std::string Subset::describe(int64_t index) const {
+  check_index(index, size(), "Subset::describe");
+  return base_->describe(indices_[index]);
+}
 
 void Subset::get_batch(std::span<const int64_t> indices, const Tensor& input, const Tensor& target) const {
   base_->get_batch(base_indices(indices, indices_, "Subset::get_batch"), input, target);

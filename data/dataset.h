@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/tensor.h"
@@ -57,6 +58,18 @@ class Dataset {
   // channel. Only when has_byte_inputs(); throws otherwise, and when the table's size is not channels × 256.
   virtual void get_batch_bytes(std::span<const int64_t> indices, std::span<const float> table, const Tensor& input,
                                const Tensor& target) const;
+
+  // Inputs of different shapes (a folder of images of different sizes): a dataset whose examples' inputs
+  // differ in shape — the same rank and dtype, and the same channel count (dim 0) — says so. spec() then
+  // describes example 0, input_shape(i) gives example i's, and get_batch is not called: the loader reads
+  // each example with get(), runs the transforms at that example's shape, and requires them to bring every
+  // example to one shape (as PyTorch's collate: "stack expects each tensor to be equal size"); an example
+  // that comes out another shape is an error naming it (describe) and the transforms. Default: false.
+  virtual bool variable_input_shape() const { return false; }
+  // Example `index`'s input shape (default: spec().input_shape). Throws when the index is out of range.
+  virtual Shape input_shape(int64_t index) const;
+  // Example `index` for messages: an image dataset names its file. Default: "example <index>".
+  virtual std::string describe(int64_t index) const;
 };
 
 // An example's channels for per-channel transforms and byte tables: dim 0 (1 for a 0-d example).
@@ -99,12 +112,15 @@ class Subset : public Dataset {
 
   int64_t size() const override { return static_cast<int64_t>(indices_.size()); }
   Example get(int64_t index) const override;
-  ExampleSpec spec() const override { return base_->spec(); }
+  ExampleSpec spec() const override;  // the base's, with example 0's input shape (variable_input_shape)
   void get_batch(std::span<const int64_t> indices, const Tensor& input, const Tensor& target) const override;
   bool has_byte_inputs() const override { return base_->has_byte_inputs(); }
   float byte_value(uint8_t b) const override { return base_->byte_value(b); }
   void get_batch_bytes(std::span<const int64_t> indices, std::span<const float> table, const Tensor& input,
                        const Tensor& target) const override;
+  bool variable_input_shape() const override { return base_->variable_input_shape(); }
+  Shape input_shape(int64_t index) const override;
+  std::string describe(int64_t index) const override;
 
   const std::vector<int64_t>& indices() const { return indices_; }
 

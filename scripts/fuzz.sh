@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-fuzz}
 seconds=${2:-20}
-targets=(fuzz_idx fuzz_csv fuzz_safetensors fuzz_config fuzz_text)
+targets=(fuzz_idx fuzz_csv fuzz_safetensors fuzz_config fuzz_text fuzz_image)
 cores=$(nproc)
 
 work=$(mktemp -d)

@@ -374,3 +374,93 @@ TEST(TrainTasks, GenerateSamplesFromATrainedRun) {
   EXPECT_EQ(novocab.rc, 2);
   test::expect_in(novocab.output, {"vocab.json is missing", "task: language_model"});
 }
+
+// data.dataset: image_folder and cifar10 end to end: a folder of PNGs split into train and test (classes
+// saved as classes.json, used by ember-eval to name them), a bad file failing before training (naming it)
+// or skipped, and CIFAR-10's binary files.
+TEST(TrainTasks, ImageFolderAndCifar10) {
+  test::Scratch s;
+  const fs::path root = s.dir() / "shades";
+  uint32_t state = 5;
+  for (int i = 0; i < 40; ++i) {  // "dark" and "light" 6×6 gray images: separable by their mean
+    const bool light = i % 2 == 1;
+    std::vector<uint8_t> px(36);
+    for (uint8_t& p : px) {
+      state = state * 1664525u + 1013904223u;
+      p = static_cast<uint8_t>((light ? 150 : 20) + (state >> 24) % 80);
+    }
+    const fs::path dir = root / (light ? "light" : "dark");
+    fs::create_directories(dir);
+    const auto png = data::encode_png(px.data(), 6, 6, 1);
+    std::ofstream(dir / (std::to_string(i) + ".png"), std::ios::binary)
+        .write(reinterpret_cast<const char*>(png.data()), static_cast<std::streamsize>(png.size()));
+  }
+  const std::string cfg = s.write(
+      "img.yaml", "epochs: 8\ndata: {dataset: image_folder, train_dir: " + root.string() +
+                      ", split_fraction: 0.25, batch_size: 8, workers: 2}\n"
+                      "model: [{type: flatten}, {type: linear, out_features: 2}]\noptimizer: {type: adam, lr: 0.05}\n");
+  const fs::path run = s.dir() / "run";
+  const Result r = train("--config " + cfg + " --out " + run.string());
+  ASSERT_EQ(r.rc, 0) << r.output;
+  test::expect_in(r.output, {"30 train / 10 test examples"});
+  EXPECT_EQ(app::read_class_names(run / "classes.json"), (std::vector<std::string>{"dark", "light"}));
+  EXPECT_EQ(test::metric(test::metrics_rows(run).back(), "test_accuracy"), 1.0);
+  const Result eval = test::run(std::string(EMBER_EVAL_APP) + " --config " + cfg + " --checkpoint " +
+                                (run / app::checkpoint_name(8 * 4)).string());
+  ASSERT_EQ(eval.rc, 0) << eval.output;
+  test::expect_in(eval.output, {"examples 10", "test accuracy 100.00%", " 0 dark ", " 1 light "});
+
+  // A class folder added since: a resumed run refuses to continue with other classes.
+  fs::create_directories(root / "medium");
+  fs::copy_file(root / "dark" / "0.png", root / "medium" / "0.png");
+  const Result resumed = train("--resume " + run.string());
+  EXPECT_EQ(resumed.rc, 2);
+  test::expect_in(resumed.output, {"the dataset's classes are now [dark, light, medium]", "classes.json"});
+  fs::remove_all(root / "medium");
+
+  // A file that is no image: the run fails before training, naming it; skipped with on_bad_file.
+  const fs::path bad = root / "light" / "broken.png";
+  std::ofstream(bad) << "not a png";
+  const Result failed = train("--config " + cfg + " --out " + (s.dir() / "bad").string());
+  EXPECT_EQ(failed.rc, 1);
+  test::expect_in(failed.output, {bad.string() + ": neither a PNG nor a JPEG", "on_bad_file: skip_with_warning"});
+  EXPECT_FALSE(fs::exists(s.dir() / "bad" / "init.safetensors"));
+  const Result skipped = train("--config " + cfg + " --out " + (s.dir() / "skip").string() +
+                               " --set data.on_bad_file=skip_with_warning --set epochs=1");
+  ASSERT_EQ(skipped.rc, 0) << skipped.output;
+  test::expect_in(skipped.output, {"skipping " + bad.string()});
+  // The test folder must have the training folder's classes.
+  fs::create_directories(s.dir() / "other" / "dark");
+  fs::copy_file(root / "dark" / "0.png", s.dir() / "other" / "dark" / "0.png");
+  const Result classes = train("--config " + cfg + " --out " + (s.dir() / "cls").string() + " --set data.test_dir=" +
+                               (s.dir() / "other").string() + " --set data.on_bad_file=skip_with_warning");
+  EXPECT_EQ(classes.rc, 2);
+  test::expect_in(classes.output, {"has the classes [dark], but data.train_dir"});
+
+  // CIFAR-10: 5 training files and a test file of a few records each.
+  const fs::path bin = s.dir() / "cifar-10-batches-bin";
+  fs::create_directories(bin);
+  const auto records = [](int n, int seed) {
+    std::vector<char> out;
+    for (int i = 0; i < n; ++i) {
+      out.push_back(static_cast<char>((i + seed) % 10));
+      for (int k = 0; k < 3072; ++k) out.push_back(static_cast<char>((k * (i + 1) + seed) % 256));
+    }
+    return out;
+  };
+  for (int f = 1; f <= 6; ++f) {
+    const auto bytes = records(4, f);
+    std::ofstream(bin / (f <= 5 ? "data_batch_" + std::to_string(f) + ".bin" : std::string("test_batch.bin")),
+                  std::ios::binary)
+        .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  const std::string cifar = s.write(
+      "cifar.yaml", "epochs: 1\ndata: {dataset: cifar10, root: " + s.dir().string() + ", batch_size: 4, workers: 0, "
+                    "transforms: [{type: random_crop, size: 32, padding: 4}, {type: random_horizontal_flip}]}\n"
+                    "model: [{type: conv2d, out_channels: 4, kernel_size: 3}, {type: relu}, {type: flatten}, "
+                    "{type: linear, out_features: 10}]\noptimizer: {type: sgd, lr: 0.01}\n");
+  const Result c = train("--config " + cifar + " --out " + (s.dir() / "cifar").string());
+  ASSERT_EQ(c.rc, 0) << c.output;
+  test::expect_in(c.output, {"20 train / 4 test examples"});
+  EXPECT_EQ(app::read_class_names(s.dir() / "cifar" / "classes.json")[0], "airplane");
+}
