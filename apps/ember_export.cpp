@@ -61,18 +61,10 @@ int main(int argc, char** argv) {
       const app::TrainShape shape = app::train_shape(config);
       input = {.sample_shape = shape.sample_shape, .dtype = shape.input_dtype, .vocab_size = shape.vocab_size};
     }
-    std::optional<Checkpoint> ckpt;
-    if (fs::is_directory(given)) {
-      std::vector<std::string> problems;
-      ckpt = app::newest_valid_checkpoint(run, problems);
-      for (const auto& problem : problems) logger().warn("skipping {}", problem);
-      if (!ckpt) throw app::ConfigError("--checkpoint " + checkpoint + ": the run directory holds no usable checkpoint");
-    } else {
-      ckpt = Checkpoint::load(given.string());
-    }
+    Checkpoint ckpt = app::checkpoint_from_arg(checkpoint);
     Generator init(config.seed);
     std::shared_ptr<nn::Module> model = nn::build_model(config.model, input, &init);
-    model->load_state_dict(ckpt->take("model."));
+    model->load_state_dict(ckpt.take("model."));
 
     Shape batch{1};
     for (int64_t s : input.sample_shape) batch.push_back(s);
@@ -86,7 +78,7 @@ int main(int argc, char** argv) {
     std::printf("wrote %s (opset %lld, %lld nodes, %zu initializers) from %s\n  input %s %s, output of shape %s for "
                 "one example\n",
                 path.c_str(), static_cast<long long>(opset), static_cast<long long>(r.nodes), r.initializers.size(),
-                ckpt->source().c_str(), std::string(dtype_name(input.dtype)).c_str(), in_shape.c_str(),
+                ckpt.source().c_str(), std::string(dtype_name(input.dtype)).c_str(), in_shape.c_str(),
                 r.output.shape().str().c_str());
     return 0;
 #endif

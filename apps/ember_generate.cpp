@@ -49,21 +49,13 @@ int main(int argc, char** argv) {
     const Device dev = device.empty() ? app::config_device(config) : app::parse_device(device);
     const data::Tokenizer tokenizer = data::Tokenizer::load((run / "vocab.json").string());
 
-    std::optional<Checkpoint> ckpt;
-    if (fs::is_directory(given)) {
-      std::vector<std::string> problems;
-      ckpt = app::newest_valid_checkpoint(run, problems);
-      for (const auto& problem : problems) logger().warn("skipping {}", problem);
-      if (!ckpt) throw app::ConfigError("--checkpoint " + checkpoint + ": the run directory holds no usable checkpoint");
-    } else {
-      ckpt = Checkpoint::load(given.string());
-    }
+    Checkpoint ckpt = app::checkpoint_from_arg(checkpoint);
 
     Generator init(config.seed);
     const int64_t context = config.data.context;
     std::shared_ptr<nn::Module> model = nn::build_model(
         config.model, {.sample_shape = {context}, .dtype = DType::i64, .vocab_size = tokenizer.vocab_size()}, &init);
-    model->load_state_dict(ckpt->take("model."));
+    model->load_state_dict(ckpt.take("model."));
     model->to(dev);
     auto lm = std::dynamic_pointer_cast<nn::CausalLM>(model);
     const bool cached = lm != nullptr;
@@ -87,7 +79,7 @@ int main(int argc, char** argv) {
     std::fflush(stdout);  // the text before the speed line on stderr, also when both go to one pipe
     std::fprintf(stderr, "%zu tokens in %.2f s: %.1f tokens/s on %s (%s, prompt %zu tokens, checkpoint %s)\n",
                  out.size(), seconds, static_cast<double>(out.size()) / std::max(seconds, 1e-9), dev.str().c_str(),
-                 cached ? "incremental decode" : "windowed recompute, no cache", ids.size(), ckpt->source().c_str());
+                 cached ? "incremental decode" : "windowed recompute, no cache", ids.size(), ckpt.source().c_str());
     return 0;
   });
 }

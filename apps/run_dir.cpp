@@ -18,6 +18,7 @@
 #include "apps/yaml_reader.h"
 #include "backends/error.h"
 #include "backends/format.h"
+#include "backends/log.h"
 #include "core/atomic_file.h"
 
 namespace ember::app {
@@ -62,6 +63,15 @@ std::optional<Checkpoint> newest_valid_checkpoint(const fs::path& dir, std::vect
     }
   }
   return std::nullopt;
+}
+
+Checkpoint checkpoint_from_arg(const std::string& arg) {
+  if (!fs::is_directory(arg)) return Checkpoint::load(arg);
+  std::vector<std::string> problems;
+  std::optional<Checkpoint> ckpt = newest_valid_checkpoint(arg, problems);
+  for (const auto& problem : problems) logger().warn("skipping {}", problem);
+  if (!ckpt) throw ConfigError("--checkpoint " + arg + ": the run directory holds no usable checkpoint");
+  return std::move(*ckpt);
 }
 
 std::vector<std::string> remove_stale_temporaries(const fs::path& dir) {

@@ -29,6 +29,10 @@ void prune_checkpoints(const std::filesystem::path& dir, int64_t keep_last);
 // The newest checkpoint that loads; each newer one that does not is described in `problems` (the file
 // and the error) and skipped. nullopt when there is none that loads.
 std::optional<Checkpoint> newest_valid_checkpoint(const std::filesystem::path& dir, std::vector<std::string>& problems);
+// A `--checkpoint` argument of the apps that read a run (ember-export, ember-generate): a checkpoint file, or a
+// run directory for its newest checkpoint that loads (newer unusable ones are logged as warnings and skipped).
+// Throws ConfigError naming the argument when the directory holds none.
+Checkpoint checkpoint_from_arg(const std::string& arg);
 
 // Deletes the temporary files that a writer killed mid-write left in `dir` (write_file_atomic's
 // "<name>.tmp.<pid>", core/atomic_file.h: checkpoints, config.yaml, metrics files) when process <pid> is

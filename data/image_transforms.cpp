@@ -380,21 +380,7 @@ void CenterCrop::apply(const float* in, const Shape& in_shape, float* out, Examp
   // the image, negative where padded:
   const int64_t top = h >= height_ ? half_rounded_even(h - height_) : -((height_ - h) / 2);
   const int64_t left = w >= width_ ? half_rounded_even(w - width_) : -((width_ - w) / 2);
-  const int64_t x0 = std::clamp<int64_t>(-left, 0, width_), x1 = std::clamp<int64_t>(w - left, x0, width_);
-  for (int64_t p = 0; p < planes; ++p) {
-    const float* src = in + p * h * w;
-    float* dst = out + p * height_ * width_;
-    for (int64_t y = 0; y < height_; ++y, dst += width_) {
-      const int64_t sy = top + y;
-      if (sy < 0 || sy >= h) {
-        std::fill(dst, dst + width_, 0.0f);
-        continue;
-      }
-      std::fill(dst, dst + x0, 0.0f);
-      if (x1 > x0) std::memcpy(dst + x0, src + sy * w + left + x0, static_cast<size_t>(x1 - x0) * sizeof(float));
-      std::fill(dst + x1, dst + width_, 0.0f);
-    }
-  }
+  crop_padded(in, planes, h, w, top, left, height_, width_, 0.0f, out);
 }
 
 // --- RandomResizedCrop ---------------------------------------------------------------------------------

@@ -62,20 +62,25 @@ void RandomCrop::apply(const float* in, const Shape& in_shape, float* out, Examp
   // Window origin in padded coordinates, then in input coordinates (may be negative: padding).
   const int64_t top = rng.uniform_int(h + 2 * padding_ - height_ + 1) - padding_;
   const int64_t left = rng.uniform_int(w + 2 * padding_ - width_ + 1) - padding_;
+  crop_padded(in, planes, h, w, top, left, height_, width_, fill_, out);
+}
+
+void crop_padded(const float* in, int64_t planes, int64_t h, int64_t w, int64_t top, int64_t left, int64_t height,
+                 int64_t width, float fill, float* out) {
   // Columns [x0, x1) of each output row come from the input; the rest is fill.
-  const int64_t x0 = std::clamp<int64_t>(-left, 0, width_), x1 = std::clamp<int64_t>(w - left, x0, width_);
+  const int64_t x0 = std::clamp<int64_t>(-left, 0, width), x1 = std::clamp<int64_t>(w - left, x0, width);
   for (int64_t p = 0; p < planes; ++p) {
     const float* src = in + p * h * w;
-    float* dst = out + p * height_ * width_;
-    for (int64_t y = 0; y < height_; ++y, dst += width_) {
+    float* dst = out + p * height * width;
+    for (int64_t y = 0; y < height; ++y, dst += width) {
       const int64_t sy = top + y;
       if (sy < 0 || sy >= h) {
-        std::fill(dst, dst + width_, fill_);
+        std::fill(dst, dst + width, fill);
         continue;
       }
-      std::fill(dst, dst + x0, fill_);
+      std::fill(dst, dst + x0, fill);
       if (x1 > x0) std::memcpy(dst + x0, src + sy * w + left + x0, static_cast<size_t>(x1 - x0) * sizeof(float));
-      std::fill(dst + x1, dst + width_, fill_);
+      std::fill(dst + x1, dst + width, fill);
     }
   }
 }

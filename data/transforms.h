@@ -112,4 +112,10 @@ class Lambda : public Transform {
   std::string name_;
 };
 
+// out [planes, height, width] ← the height × width window whose top-left corner is at (top, left) of each
+// h × w plane of `in`; rows and columns of the window outside the plane (negative offsets: padding) are
+// `fill`. The crop of RandomCrop and CenterCrop.
+void crop_padded(const float* in, int64_t planes, int64_t h, int64_t w, int64_t top, int64_t left, int64_t height,
+                 int64_t width, float fill, float* out);
+
 }  // namespace ember::data
