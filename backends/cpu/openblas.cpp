@@ -191,6 +191,11 @@ constexpr int64_t kMinChunkMacs = int64_t{1} << 18;
 // Chunk edges fall on multiples of the kernels' register tiles (16 in both dimensions covers OpenBLAS's
 // Haswell and SkylakeX s/dgemm kernels).
 constexpr int64_t kTile = 16;
+// A GEMM is cut into 2 chunks per thread, not the pool's usual 4: each chunk packs the shared operand again,
+// and with oneDNN's kernels the 2-thread MLP step at batch 64 ran 17-31% faster so (quiet, 3 alternating
+// rounds), and 5-11% faster with a competing process (docs/benchmarks.md), where a descheduled thread now
+// holds half of its share instead of a quarter.
+constexpr int64_t kGemmChunksPerThread = 2;
 
 }  // namespace
 
@@ -206,7 +211,7 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, 
   const bool split_n = n >= m;
   const int64_t extent = split_n ? n : m;
   const int64_t by_work = m * n * k / kMinChunkMacs, by_tiles = extent / kTile;
-  const int64_t want = std::min({by_work, by_tiles, int64_t{num_threads()} * pool_detail::kChunksPerThread});
+  const int64_t want = std::min({by_work, by_tiles, int64_t{num_threads()} * kGemmChunksPerThread});
   if (want < 2 || !can_parallelize()) {
     gemm_serial(lib, which, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
