@@ -147,8 +147,8 @@ void blas_single_threaded_here() {
 // dimension is ~10 (docs/benchmarks.md, bench/bench_gemm.cpp): it takes those with every dimension this large.
 constexpr int64_t kOnednnMinDim = 32;
 
-// Which library runs an f32 GEMM, decided once per GEMM from its whole shape (so every chunk of it, and so the
-// result, is the same for any thread count).
+// Which library runs an f32 GEMM, decided once per GEMM from its whole shape, so every chunk of a split GEMM
+// runs in the same library whatever the chunk sizes.
 enum class Sgemm { openblas, onednn };
 
 Sgemm sgemm_for(int64_t m, int64_t n, int64_t k) {

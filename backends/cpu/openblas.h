@@ -26,7 +26,8 @@ struct Blas {
   std::string error;                // why loading failed (then the pointers are null)
 };
 
-// C[M, N] = alpha · op(A) · op(B) + beta · C, row-major, through OpenBLAS (float or double).
+// C[M, N] = alpha · op(A) · op(B) + beta · C, row-major (float or double), split across Ember's pool: through
+// OpenBLAS, or oneDNN's sgemm for f32 GEMMs whose every dimension is at least 32 (EMBER_SGEMM=openblas: never).
 template <typename T>
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
           int64_t ldb, T beta, T* c, int64_t ldc);

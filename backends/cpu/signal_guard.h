@@ -16,17 +16,22 @@ namespace ember::cpu {
 
 class AsyncSignalsBlocked {
  public:
-  AsyncSignalsBlocked() {
-    sigset_t block;
-    sigfillset(&block);
-    for (const int sync : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP}) sigdelset(&block, sync);
-    pthread_sigmask(SIG_BLOCK, &block, &previous_);
-  }
+  AsyncSignalsBlocked() { pthread_sigmask(SIG_BLOCK, &asynchronous(), &previous_); }
   ~AsyncSignalsBlocked() { pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
   AsyncSignalsBlocked(const AsyncSignalsBlocked&) = delete;
   AsyncSignalsBlocked& operator=(const AsyncSignalsBlocked&) = delete;
 
  private:
+  // Every signal but the synchronous faults, built once.
+  static const sigset_t& asynchronous() {
+    static const sigset_t set = [] {
+      sigset_t s;
+      sigfillset(&s);
+      for (const int sync : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP}) sigdelset(&s, sync);
+      return s;
+    }();
+    return set;
+  }
   sigset_t previous_{};
 };
 
