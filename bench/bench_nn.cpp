@@ -62,6 +62,18 @@ void BM_MaxPool2d(benchmark::State& state) {
 }
 BENCHMARK(BM_MaxPool2d)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
+// The CNN's first pool, forward and backward (the indices kept, the gradient spread back).
+void BM_MaxPool2dForwardBackward(benchmark::State& state) {
+  Tensor x = randn({64, 32, 28, 28}).requires_grad_();
+  const Tensor g = randn({64, 32, 14, 14});
+  for (auto _ : state) {
+    F::max_pool2d(x, F::Pool2dOptions{}).backward(g);
+    benchmark::DoNotOptimize(x.grad().data_ptr());
+    x.set_grad({});
+  }
+}
+BENCHMARK(BM_MaxPool2dForwardBackward)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
 void BM_BatchNormTrainForward(benchmark::State& state) {
   const Tensor x = randn({64, 32, 28, 28});
   Tensor rm = zeros({32}), rv = ones({32}), w = ones({32}), b = zeros({32});
@@ -70,6 +82,18 @@ void BM_BatchNormTrainForward(benchmark::State& state) {
                                               benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
 }
 BENCHMARK(BM_BatchNormTrainForward)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void BM_BatchNormTrainForwardBackward(benchmark::State& state) {
+  Tensor x = randn({64, 32, 28, 28}).requires_grad_();
+  Tensor rm = zeros({32}), rv = ones({32}), w = ones({32}).requires_grad_(), b = zeros({32}).requires_grad_();
+  const Tensor g = randn({64, 32, 28, 28});
+  for (auto _ : state) {
+    F::batch_norm(x, rm, rv, w, b, true).backward(g);
+    benchmark::DoNotOptimize(x.grad().data_ptr());
+    x.set_grad({}), w.set_grad({}), b.set_grad({});
+  }
+}
+BENCHMARK(BM_BatchNormTrainForwardBackward)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 void BM_CrossEntropyForwardBackward(benchmark::State& state) {
   Tensor logits = randn({256, 10}).requires_grad_();

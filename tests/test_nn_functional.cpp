@@ -325,8 +325,9 @@ TEST(NnFunctional, Conv2dF32AgreesWithF64Goldens) {
 // The 2×2 stride-2 max pool has its own branch-free path: same values, first-maximum indices (so the
 // gradient goes where the general path sends it) and NaN propagation, against plain loops.
 TEST(NnFunctional, MaxPool2x2FastPathMatchesReference) {
-  // 12 outputs per plane (shorter than a vector) and 54 (vector iterations and a remainder).
-  for (const auto& [H, W] : {std::pair<int64_t, int64_t>{6, 8}, {12, 18}}) {
+  // 12 outputs per plane (shorter than a vector), 54 (vector iterations and a remainder), and odd sizes
+  // (a row and a column no window covers: zero gradient there).
+  for (const auto& [H, W] : {std::pair<int64_t, int64_t>{6, 8}, {12, 18}, {7, 9}, {9, 34}}) {
     const int64_t OH = H / 2, OW = W / 2;
     Generator gen(4);
     Tensor x = (rand({2, 3, H, W}, {}, &gen) * 4.0f).to(DType::i64).to(DType::f32);  // many ties
