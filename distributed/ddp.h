@@ -16,8 +16,9 @@
 // - Gradients go in buckets of about bucket_cap_mb (25 MB), filled in reverse registration order (roughly
 //   the order backward produces them), one flat buffer per bucket and per dtype/device. A grad-ready hook
 //   (autograd/hooks.h) on each parameter copies its gradient in; when a bucket is complete its all-reduce
-//   starts (MPI_Iallreduce, or NCCL on the GPU stream) while backward goes on with the layers below. At the
-//   end of backward every bucket is finished, divided by the world size and copied back into .grad.
+//   starts (MPI_Iallreduce, or NCCL on the GPU stream) while backward goes on with the layers below; the last
+//   bucket, with nothing left to overlap, is reduced on the spot (MPI_Allreduce). At the end of backward
+//   every bucket is finished, divided by the world size and copied back into .grad.
 //   Buckets start in order, the same on every rank. Parameters the backward did not reach count as zero
 //   gradients (PyTorch's find_unused_parameters), so models with unused branches need no flag.
 // - no_sync(): while its guard lives, backward only accumulates into .grad locally (gradient

@@ -11,7 +11,8 @@ namespace ember::distributed::mpi {
 
 bool built_with_mpi();
 std::string version();  // "Open MPI v4.1.4, ..." (MPI_Get_library_version's first line)
-// MPI_Init_thread (funneled: only the initialising thread calls MPI), errors returned instead of aborting.
+// MPI_Init_thread (collectives come from the initialising thread; MPI_THREAD_MULTIPLE is asked for so that
+// the collective watchdog's thread may abort the job), errors returned instead of aborting.
 // Returns this process's rank and the world size as MPI sees them.
 struct Rank {
   int rank = 0, size = 1;

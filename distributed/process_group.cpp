@@ -117,7 +117,10 @@ void ProcessGroup::check(const Tensor& t, const char* op) const {
               "and copy the result back");
 }
 
-void ProcessGroup::all_reduce(const Tensor& t, ReduceOp op) { all_reduce_async(t, op)->wait(); }
+void ProcessGroup::all_reduce(const Tensor& t, ReduceOp op) {
+  check(t, "all_reduce");
+  collectives(t.device()).all_reduce_now(t, op);
+}
 
 std::unique_ptr<Work> ProcessGroup::all_reduce_async(const Tensor& t, ReduceOp op) {
   check(t, "all_reduce");

@@ -15,8 +15,8 @@
 // Rules, as in MPI and NCCL: every rank calls the same collectives in the same order with tensors of the
 // same shape and dtype. Tensors are contiguous; in-place calls change the tensor's data and bump its
 // storage version. A collective that has not finished after timeout() seconds (EMBER_COLLECTIVE_TIMEOUT,
-// default 300) — a rank died or hangs — aborts the whole job with a message naming the collective: never a
-// hang. Under mpirun, a rank that dies ends the job at once, and mpirun names it.
+// default 300) — a rank died or hangs — aborts the whole job with a message naming the rank and the
+// collective: never a hang. Under mpirun, a rank that dies ends the job at once, and mpirun names it.
 //
 // Thread use: collectives are called from one thread (the one that called init()).
 #include <cstdint>
@@ -46,6 +46,9 @@ class Collectives {
   virtual ~Collectives() = default;
   virtual std::string name() const = 0;
   virtual std::unique_ptr<Work> all_reduce(const Tensor& t, ReduceOp op) = 0;  // in place, may return early
+  // The same, finished on return; a transport may have a faster algorithm for it than for the early return
+  // (MPI's blocking MPI_Allreduce against its non-blocking one).
+  virtual void all_reduce_now(const Tensor& t, ReduceOp op) { all_reduce(t, op)->wait(); }
   virtual void broadcast(const Tensor& t, int root) = 0;
   virtual void all_gather(const Tensor& in, const Tensor& out) = 0;  // out: [world, ...in.shape]
   virtual void barrier() = 0;

@@ -1,6 +1,7 @@
 // ember-train under `mpirun -np 2` (label mpi): two processes × batch 32 track one × batch 64, only rank 0
-// writes, and kill -9 of one rank ends the job within seconds naming it, after which --resume finishes the
-// run exactly as an uninterrupted one.
+// writes, kill -9 of one rank ends the job within seconds naming it, after which --resume finishes the run
+// exactly as an uninterrupted one, and a rank that hangs (stopped, alive) ends the job after the collective
+// timeout.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -150,4 +151,51 @@ TEST(DataParallelTrain, KillingOneRankEndsTheJobNamingItThenResumeFinishes) {
     EXPECT_EQ(got[i]["test_accuracy"], want[i]["test_accuracy"]) << "epoch " << i + 1;
     EXPECT_NEAR(metric(got[i], "train_loss"), metric(want[i], "train_loss"), 1e-12) << "epoch " << i + 1;
   }
+}
+
+// A rank that stops answering without dying (SIGSTOP: a hang, which the launcher cannot see) must not hang
+// the job: the other rank's collective runs past EMBER_COLLECTIVE_TIMEOUT, and its watchdog ends the job
+// with a message naming that rank and the collective.
+TEST(DataParallelTrain, AHungRankEndsTheJobAfterTheCollectiveTimeout) {
+  Scratch scratch;
+  MlpConfig c = small_run();
+  c.epochs = 15;
+  c.output = "{checkpoint_every_steps: 10, keep_last: 2}";
+  const std::string config = scratch.write("mlp.yaml", yaml(c));
+  const std::string run_dir = scratch.file("hung"), log = scratch.file("hung.log");
+  ::setenv("EMBER_NUM_THREADS", "1", 1);
+  const std::string command = "exec " + std::string(EMBER_MPIEXEC) +
+                              " -np 2 --allow-run-as-root --oversubscribe -x EMBER_NUM_THREADS=1 -x OMP_WAIT_POLICY=passive"
+                              " -x EMBER_COLLECTIVE_TIMEOUT=2 " +
+                              EMBER_TRAIN_APP + " --config " + config + " --out " + run_dir + " >" + log + " 2>&1";
+  const pid_t job = ::fork();
+  if (job == 0) {
+    ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ASSERT_GT(job, 0);
+  const auto give_up = clock_type::now() + std::chrono::seconds(120);
+  pid_t victim = -1;
+  while (clock_type::now() < give_up) {
+    if (!app::list_checkpoints(run_dir).empty() && (victim = find_rank(1, run_dir)) > 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_GT(victim, 0) << "rank 1 was not found running with a checkpoint written:\n" << read_text(log);
+  ASSERT_EQ(::kill(victim, SIGSTOP), 0);
+  const auto stopped = clock_type::now();
+  const int rc = wait_until(job, stopped + std::chrono::seconds(20));
+  const double seconds = std::chrono::duration<double>(clock_type::now() - stopped).count();
+  const std::string output = read_text(log);
+  if (rc == -1) {  // still running: make sure nothing is left behind, then fail
+    ::kill(victim, SIGKILL);
+    ::kill(job, SIGKILL);
+    ::waitpid(job, nullptr, 0);
+  }
+  ASSERT_NE(rc, -1) << "the job was still running 20 s after rank 1 stopped:\n" << output;
+  EXPECT_NE(rc, 0);
+  EXPECT_GT(seconds, 1.5) << "ended before the 2 s timeout could have passed:\n" << output;
+  expect_in(output, {"rank 0: ", "has not completed after 2 s", "EMBER_COLLECTIVE_TIMEOUT"});
+  std::printf("[ hung ] rank 1 stopped (pid %d): the job ended %.2f s later with exit code %d\n", static_cast<int>(victim),
+              seconds, rc);
+  ::kill(victim, SIGKILL);  // (normally gone already, with the job)
 }
