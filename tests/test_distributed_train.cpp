@@ -25,10 +25,10 @@ using namespace ember::test;
 
 namespace {
 
-// mpirun -np 2 ember-train <args>, as root where needed, one thread per process.
-std::string mpirun_words() {
+// mpirun -np 2 [options] ember-train (the arguments follow), as root where needed, one thread per process.
+std::string mpirun_words(const std::string& options = "") {
   return std::string(EMBER_MPIEXEC) + " -np 2 --allow-run-as-root --oversubscribe -x EMBER_NUM_THREADS=1 " +
-         "-x OMP_WAIT_POLICY=passive " + EMBER_TRAIN_APP;
+         "-x OMP_WAIT_POLICY=passive " + options + " " + EMBER_TRAIN_APP;
 }
 
 Result train_mpi(const std::string& args) {
@@ -60,6 +60,37 @@ MlpConfig small_run() {
   c.workers = 1;
   c.optimizer = "{type: sgd, lr: 0.05, momentum: 0.9}";
   return c;
+}
+
+// A 15-epoch run of small_run() checkpointing every 10 steps, started under mpirun in the background
+// (`mpirun_options` go before the program), its output to `log`; returns once its first checkpoint is
+// written, with the job's pid (the shell that became mpirun) and rank 1's. Fails the test (victim -1) when
+// rank 1 is not found running within 120 s.
+struct Job {
+  pid_t job = -1, rank1 = -1;
+};
+Job start_until_first_checkpoint(Scratch& scratch, const std::string& run_dir, const std::string& log,
+                                 const std::string& mpirun_options = "") {
+  MlpConfig c = small_run();
+  c.epochs = 15;  // a few seconds: the fault lands after the first checkpoint (step 10 of 480)
+  c.output = "{checkpoint_every_steps: 10, keep_last: 2}";
+  const std::string config = scratch.write("mlp.yaml", yaml(c));
+  ::setenv("EMBER_NUM_THREADS", "1", 1);
+  const std::string command =
+      "exec " + mpirun_words(mpirun_options) + " --config " + config + " --out " + run_dir + " >" + log + " 2>&1";
+  Job j;
+  j.job = ::fork();
+  if (j.job == 0) {
+    ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  if (j.job <= 0) return j;
+  const auto give_up = clock_type::now() + std::chrono::seconds(120);
+  while (clock_type::now() < give_up) {
+    if (!app::list_checkpoints(run_dir).empty() && (j.rank1 = find_rank(1, run_dir)) > 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return j;
 }
 
 }  // namespace
@@ -102,30 +133,11 @@ TEST(DataParallelTrain, RanksWithDifferentConfigsAreRefused) {
 
 TEST(DataParallelTrain, KillingOneRankEndsTheJobNamingItThenResumeFinishes) {
   Scratch scratch;
-  MlpConfig c = small_run();
-  c.epochs = 15;  // a few seconds: the kill lands after the first checkpoint (step 10 of 480)
-  c.output = "{checkpoint_every_steps: 10, keep_last: 2}";
-  const std::string config = scratch.write("mlp.yaml", yaml(c));
   const std::string run_dir = scratch.file("killed"), log = scratch.file("killed.log");
-  // The uninterrupted reference.
-  const Result whole = train_mpi("--config " + config + " --out " + scratch.file("whole"));
-  ASSERT_EQ(whole.rc, 0) << whole.output;
-
-  ::setenv("EMBER_NUM_THREADS", "1", 1);
-  const std::string command = "exec " + mpirun_words() + " --config " + config + " --out " + run_dir + " >" + log + " 2>&1";
-  const pid_t job = ::fork();
-  if (job == 0) {
-    ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  ASSERT_GT(job, 0);
   // Once the first checkpoint is there, kill rank 1.
-  const auto give_up = clock_type::now() + std::chrono::seconds(120);
-  pid_t victim = -1;
-  while (clock_type::now() < give_up) {
-    if (!app::list_checkpoints(run_dir).empty() && (victim = find_rank(1, run_dir)) > 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  const Job started = start_until_first_checkpoint(scratch, run_dir, log);
+  const pid_t job = started.job, victim = started.rank1;
+  ASSERT_GT(job, 0);
   ASSERT_GT(victim, 0) << "rank 1 was not found running with a checkpoint written:\n" << read_text(log);
   ASSERT_EQ(::kill(victim, SIGKILL), 0);
   const auto killed = clock_type::now();
@@ -140,6 +152,9 @@ TEST(DataParallelTrain, KillingOneRankEndsTheJobNamingItThenResumeFinishes) {
               seconds, rc);
   ASSERT_EQ(app::list_checkpoints(run_dir).empty(), false);
 
+  // The uninterrupted reference, and the resumed run.
+  const Result whole = train_mpi("--config " + scratch.file("mlp.yaml") + " --out " + scratch.file("whole"));
+  ASSERT_EQ(whole.rc, 0) << whole.output;
   const Result resumed = train_mpi("--resume " + run_dir);
   ASSERT_EQ(resumed.rc, 0) << resumed.output;
   // Weights resume exactly (test metrics to the bit); the train loss of the epoch that was cut carries
@@ -158,28 +173,10 @@ TEST(DataParallelTrain, KillingOneRankEndsTheJobNamingItThenResumeFinishes) {
 // with a message naming that rank and the collective.
 TEST(DataParallelTrain, AHungRankEndsTheJobAfterTheCollectiveTimeout) {
   Scratch scratch;
-  MlpConfig c = small_run();
-  c.epochs = 15;
-  c.output = "{checkpoint_every_steps: 10, keep_last: 2}";
-  const std::string config = scratch.write("mlp.yaml", yaml(c));
   const std::string run_dir = scratch.file("hung"), log = scratch.file("hung.log");
-  ::setenv("EMBER_NUM_THREADS", "1", 1);
-  const std::string command = "exec " + std::string(EMBER_MPIEXEC) +
-                              " -np 2 --allow-run-as-root --oversubscribe -x EMBER_NUM_THREADS=1 -x OMP_WAIT_POLICY=passive"
-                              " -x EMBER_COLLECTIVE_TIMEOUT=2 " +
-                              EMBER_TRAIN_APP + " --config " + config + " --out " + run_dir + " >" + log + " 2>&1";
-  const pid_t job = ::fork();
-  if (job == 0) {
-    ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
+  const Job started = start_until_first_checkpoint(scratch, run_dir, log, "-x EMBER_COLLECTIVE_TIMEOUT=2");
+  const pid_t job = started.job, victim = started.rank1;
   ASSERT_GT(job, 0);
-  const auto give_up = clock_type::now() + std::chrono::seconds(120);
-  pid_t victim = -1;
-  while (clock_type::now() < give_up) {
-    if (!app::list_checkpoints(run_dir).empty() && (victim = find_rank(1, run_dir)) > 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
   ASSERT_GT(victim, 0) << "rank 1 was not found running with a checkpoint written:\n" << read_text(log);
   ASSERT_EQ(::kill(victim, SIGSTOP), 0);
   const auto stopped = clock_type::now();
