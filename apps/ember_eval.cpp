@@ -16,10 +16,6 @@
 using namespace ember;
 
 namespace {
-// Fashion-MNIST's class names, in label order.
-const char* const kFashionClasses[] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
-                                       "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
-
 // `names`: the classes' names in label order (empty: "class N", or Fashion-MNIST's for `fashion`).
 void print_report(const app::EvalResult& r, bool fashion, const std::vector<std::string>& names) {
   std::printf("examples %lld, test loss %.4f, test accuracy %.2f%%\n\nper-class accuracy:\n",
@@ -29,7 +25,7 @@ void print_report(const app::EvalResult& r, bool fashion, const std::vector<std:
     int64_t total = 0;
     for (int64_t v : r.confusion[c]) total += v;
     const std::string name = c < names.size()        ? names[c]
-                             : fashion && n == 10 ? kFashionClasses[c]
+                             : fashion && n == 10 ? data::kFashionMnistClasses[c]
                                                   : "class " + std::to_string(c);
     std::printf("  %2zu %-12s %6.2f%%  (%lld examples)\n", c, name.c_str(),
                 total > 0 ? 100.0 * static_cast<double>(r.confusion[c][c]) / static_cast<double>(total) : 0.0,

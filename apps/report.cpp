@@ -15,16 +15,13 @@
 
 #include "apps/yaml_reader.h"
 #include "core/atomic_file.h"
+#include "data/idx.h"
 
 namespace ember::app {
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
 
 namespace {
-
-// Fashion-MNIST's class names, in label order (as ember-eval prints them).
-const char* const kFashionClasses[] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
-                                       "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
 
 std::string escape(const std::string& text) {
   std::string out;
@@ -193,7 +190,7 @@ std::string render_confusion(const json& confusion, const std::string& dataset) 
   const size_t n = m.size();
   if (n == 0) return "";
   const bool fashion = dataset == "fashion_mnist" && n == 10;
-  const auto name = [&](size_t c) { return fashion ? std::to_string(c) + " " + kFashionClasses[c] : std::to_string(c); };
+  const auto name = [&](size_t c) { return fashion ? std::to_string(c) + " " + data::kFashionMnistClasses[c] : std::to_string(c); };
   const double cell = std::clamp(420.0 / static_cast<double>(n), 8.0, 40.0), left = fashion ? 110 : 40, top = 30;
   const double W = left + cell * static_cast<double>(n) + 10, H = top + cell * static_cast<double>(n) + 34;
   std::ostringstream o;

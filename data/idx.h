@@ -124,6 +124,10 @@ class IdxDataset : public Dataset {
 
 enum class Split { Train, Test };
 
+// Fashion-MNIST's class names, in label order (torchvision's FashionMNIST.classes).
+inline constexpr std::array<const char*, 10> kFashionMnistClasses = {
+    "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
+
 // Where Debian's dataset-fashion-mnist package installs the files.
 inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 
