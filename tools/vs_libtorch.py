@@ -15,8 +15,8 @@ What it does, in order:
    candidates below (each tried in short runs, `--calibration-rounds` times, interleaved; the fastest median
    kept and printed). Never a hard-coded kernel family: a candidate that fails (e.g. SIGILL) is reported and
    skipped.
-     - OPENBLAS_CORETYPE: unset (OpenBLAS's auto-detection) and the family matching the CPU flags
-       (SkylakeX with AVX-512 F/BW/VL/DQ, Haswell with AVX2); in --mode avx2 Haswell only;
+     - OPENBLAS_CORETYPE: unset (OpenBLAS's auto-detection) and every family the CPU can run (SkylakeX with
+       AVX-512 F/BW/VL/DQ, Haswell with AVX2: both on an AVX-512 CPU); in --mode avx2 Haswell only;
      - OPENBLAS_NUM_THREADS: 1 and the thread count;
      - glibc malloc tunables (mmap_threshold 256 MiB, trim_threshold 1 GiB): off and on.
    Denormals are flushed in LibTorch always (torch_train.cpp). Ember runs as installed (its own OpenBLAS
@@ -80,6 +80,17 @@ def openblas_family(flags):
     if "avx2" in flags:
         return "Haswell"
     return None
+
+
+def openblas_families(flags):
+    """Every OpenBLAS kernel family this CPU can run, among the two that matter on x86-64 servers: an AVX-512
+    CPU runs Haswell's AVX2 kernels too, and on Zen 4 they are the faster ones at some of the MLP's shapes."""
+    out = []
+    if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
+        out.append("SkylakeX")
+    if "avx2" in flags:
+        out.append("Haswell")
+    return out
 
 
 def openblas_autodetect():
@@ -201,7 +212,7 @@ def main():
         cores = ["Haswell"]
     else:
         torch_base = dict(base)
-        cores = [None] + ([family] if family and family.lower() != auto.lower() else [])
+        cores = [None] + [f for f in openblas_families(flags) if f.lower() != auto.lower()]
     try:
         commit = subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)), "describe", "--always",
                                  "--dirty"], capture_output=True, text=True).stdout.strip()
