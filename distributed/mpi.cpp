@@ -68,7 +68,8 @@ int world_rank() { return g_rank; }
   std::fflush(stderr);
   // From the watchdog's thread while the main one is inside MPI: allowed with MPI_THREAD_MULTIPLE; without
   // it, exiting non-zero makes the launcher end the job just the same.
-  if (g_thread_level == MPI_THREAD_MULTIPLE || std::this_thread::get_id() == main_thread()) MPI_Abort(MPI_COMM_WORLD, 1);
+  if (g_thread_level == MPI_THREAD_MULTIPLE || std::this_thread::get_id() == main_thread())
+    MPI_Abort(MPI_COMM_WORLD, 1);
   std::_Exit(1);
 }
 

@@ -13,12 +13,6 @@
 namespace ember::distributed {
 namespace {
 
-class DoneWork final : public Work {
- public:
-  bool test() override { return true; }
-  void wait() override {}
-};
-
 // One process: every collective is the identity.
 class SingleProcess final : public Collectives {
  public:

@@ -40,6 +40,13 @@ class Work {
   virtual void wait() = 0;
 };
 
+// A Work that had finished when it was made (a collective that completes on the call, or queues on a stream).
+class DoneWork final : public Work {
+ public:
+  bool test() override { return true; }
+  void wait() override {}
+};
+
 // One transport (MPI, NCCL, or the single-process identity).
 class Collectives {
  public:

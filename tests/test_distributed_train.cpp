@@ -93,6 +93,30 @@ Job start_until_first_checkpoint(Scratch& scratch, const std::string& run_dir, c
   return j;
 }
 
+// Sends `sig` to rank 1 of a started job and waits up to `limit` for the job to end. rc is the job's exit
+// status, -1 when it was still running (then it and rank 1 are killed, so nothing is left behind).
+struct Ended {
+  bool signalled = false;  // kill() succeeded
+  int rc = -1;
+  double seconds = 0;  // from the signal to the job's end (or to giving up)
+  std::string output;  // the job's log
+};
+Ended signal_rank1_and_wait(const Job& j, int sig, std::chrono::seconds limit, const std::string& log) {
+  Ended e;
+  if (::kill(j.rank1, sig) != 0) return e;
+  e.signalled = true;
+  const auto sent = clock_type::now();
+  e.rc = wait_until(j.job, sent + limit);
+  e.seconds = std::chrono::duration<double>(clock_type::now() - sent).count();
+  e.output = read_text(log);
+  if (e.rc == -1) {
+    ::kill(j.rank1, SIGKILL);
+    ::kill(j.job, SIGKILL);
+    ::waitpid(j.job, nullptr, 0);
+  }
+  return e;
+}
+
 }  // namespace
 
 TEST(DataParallelTrain, TwoProcessesOfBatch32TrackOneOfBatch64) {
@@ -136,14 +160,11 @@ TEST(DataParallelTrain, KillingOneRankEndsTheJobNamingItThenResumeFinishes) {
   const std::string run_dir = scratch.file("killed"), log = scratch.file("killed.log");
   // Once the first checkpoint is there, kill rank 1.
   const Job started = start_until_first_checkpoint(scratch, run_dir, log);
-  const pid_t job = started.job, victim = started.rank1;
-  ASSERT_GT(job, 0);
+  const pid_t victim = started.rank1;
+  ASSERT_GT(started.job, 0);
   ASSERT_GT(victim, 0) << "rank 1 was not found running with a checkpoint written:\n" << read_text(log);
-  ASSERT_EQ(::kill(victim, SIGKILL), 0);
-  const auto killed = clock_type::now();
-  const int rc = wait_until(job, killed + std::chrono::seconds(10));
-  const double seconds = std::chrono::duration<double>(clock_type::now() - killed).count();
-  const std::string output = read_text(log);
+  const auto [signalled, rc, seconds, output] = signal_rank1_and_wait(started, SIGKILL, std::chrono::seconds(10), log);
+  ASSERT_TRUE(signalled) << "kill(rank 1, SIGKILL) failed";
   ASSERT_NE(rc, -1) << "the job was still running 10 s after rank 1 was killed:\n" << output;
   EXPECT_NE(rc, 0);
   EXPECT_LT(seconds, 10.0);
@@ -175,24 +196,16 @@ TEST(DataParallelTrain, AHungRankEndsTheJobAfterTheCollectiveTimeout) {
   Scratch scratch;
   const std::string run_dir = scratch.file("hung"), log = scratch.file("hung.log");
   const Job started = start_until_first_checkpoint(scratch, run_dir, log, "-x EMBER_COLLECTIVE_TIMEOUT=2");
-  const pid_t job = started.job, victim = started.rank1;
-  ASSERT_GT(job, 0);
+  const pid_t victim = started.rank1;
+  ASSERT_GT(started.job, 0);
   ASSERT_GT(victim, 0) << "rank 1 was not found running with a checkpoint written:\n" << read_text(log);
-  ASSERT_EQ(::kill(victim, SIGSTOP), 0);
-  const auto stopped = clock_type::now();
-  const int rc = wait_until(job, stopped + std::chrono::seconds(20));
-  const double seconds = std::chrono::duration<double>(clock_type::now() - stopped).count();
-  const std::string output = read_text(log);
-  if (rc == -1) {  // still running: make sure nothing is left behind, then fail
-    ::kill(victim, SIGKILL);
-    ::kill(job, SIGKILL);
-    ::waitpid(job, nullptr, 0);
-  }
+  const auto [signalled, rc, seconds, output] = signal_rank1_and_wait(started, SIGSTOP, std::chrono::seconds(20), log);
+  ASSERT_TRUE(signalled) << "kill(rank 1, SIGSTOP) failed";
   ASSERT_NE(rc, -1) << "the job was still running 20 s after rank 1 stopped:\n" << output;
   EXPECT_NE(rc, 0);
   EXPECT_GT(seconds, 1.5) << "ended before the 2 s timeout could have passed:\n" << output;
   expect_in(output, {"rank 0: ", "has not completed after 2 s", "EMBER_COLLECTIVE_TIMEOUT"});
-  std::printf("[ hung ] rank 1 stopped (pid %d): the job ended %.2f s later with exit code %d\n", static_cast<int>(victim),
-              seconds, rc);
+  std::printf("[ hung ] rank 1 stopped (pid %d): the job ended %.2f s later with exit code %d\n",
+              static_cast<int>(victim), seconds, rc);
   ::kill(victim, SIGKILL);  // (normally gone already, with the job)
 }
