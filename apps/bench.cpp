@@ -9,7 +9,7 @@
 #include <ember/ember.h>
 
 #include "apps/session.h"
-#include "backends/format.h"
+#include "base/format.h"
 
 namespace ember::app {
 namespace {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "apps/config.h"
-#include "backends/device.h"
+#include "base/device.h"
 #include "core/shape.h"
 
 namespace ember::app {

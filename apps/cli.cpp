@@ -1,6 +1,6 @@
 #include "apps/cli.h"
 
-#include "backends/device.h"
+#include "base/device.h"
 
 namespace ember::app {
 

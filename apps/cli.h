@@ -9,7 +9,7 @@
 #include <functional>
 
 #include "apps/yaml_reader.h"
-#include "backends/device.h"
+#include "base/device.h"
 
 namespace ember::app {
 

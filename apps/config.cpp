@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "backends/format.h"
+#include "base/format.h"
 #include "data/idx.h"
 
 namespace ember::app {

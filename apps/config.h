@@ -14,7 +14,7 @@
 
 #include "apps/config_schema.h"
 #include "apps/yaml_reader.h"
-#include "backends/device.h"
+#include "base/device.h"
 #include "nn/registry.h"
 
 namespace ember::app {

@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "apps/config.h"
-#include "backends/format.h"
+#include "base/format.h"
 
 namespace ember::app {
 namespace schema {

@@ -1,7 +1,7 @@
 #include "apps/data_parallel.h"
 
 #include "apps/config.h"
-#include "backends/log.h"
+#include "base/log.h"
 
 namespace ember::app {
 

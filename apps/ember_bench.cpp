@@ -18,8 +18,8 @@
 
 #include "apps/bench.h"
 #include "apps/cli.h"
-#include "backends/format.h"
-#include "backends/log.h"
+#include "base/format.h"
+#include "base/log.h"
 
 using namespace ember;
 using nlohmann::json;

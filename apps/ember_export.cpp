@@ -13,7 +13,7 @@
 #include "apps/config.h"
 #include "apps/run_dir.h"
 #include "apps/session.h"
-#include "backends/log.h"
+#include "base/log.h"
 #ifdef EMBER_HAS_ONNX
 #include "onnx/export.h"
 #endif

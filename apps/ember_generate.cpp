@@ -13,7 +13,7 @@
 #include "apps/cli.h"
 #include "apps/config.h"
 #include "apps/run_dir.h"
-#include "backends/log.h"
+#include "base/log.h"
 
 using namespace ember;
 namespace fs = std::filesystem;

@@ -4,7 +4,7 @@
 
 #include <ember/ember.h>
 
-#include "backends/format.h"
+#include "base/format.h"
 
 namespace ember::app {
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "apps/run_dir.h"
-#include "backends/device.h"
+#include "base/device.h"
 
 namespace ember::app {
 

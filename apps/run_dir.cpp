@@ -16,9 +16,9 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/yaml_reader.h"
-#include "backends/error.h"
-#include "backends/format.h"
-#include "backends/log.h"
+#include "base/error.h"
+#include "base/format.h"
+#include "base/log.h"
 #include "core/atomic_file.h"
 
 namespace ember::app {

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <numeric>
 
-#include "backends/format.h"
+#include "base/format.h"
 #include "optim/param_groups.h"
 
 namespace ember::app {

@@ -18,9 +18,9 @@
 #include "apps/progress.h"
 #include "apps/report.h"
 #include "apps/run_dir.h"
-#include "backends/log.h"
+#include "base/log.h"
 #include "apps/session.h"
-#include "backends/format.h"
+#include "base/format.h"
 #include "core/atomic_file.h"
 
 namespace ember::app {

@@ -27,7 +27,7 @@
 #include <string>
 
 #include "apps/config.h"
-#include "backends/device.h"
+#include "base/device.h"
 
 namespace ember::app {
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/error.h"
+#include "base/error.h"
 
 namespace ember::app {
 

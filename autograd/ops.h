@@ -1,6 +1,6 @@
 #pragma once
 // The user-facing tensor operations (LibTorch's torch:: functions). Element-wise ops broadcast (NumPy
-// rules) and promote dtypes (backends/dtype.h); the computation itself is ember::raw:: (core/raw.h).
+// rules) and promote dtypes (base/dtype.h); the computation itself is ember::raw:: (core/raw.h).
 //
 // Autograd: when grad mode is on (autograd/grad_mode.h) and an input requires grad, each op records a
 // Node whose backward gives the input gradients (autograd/functions_*.cpp); the output then requires

@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "backends/backend.h"
-#include "backends/host_device.h"
+#include "base/host_device.h"
 #include "backends/kernels.h"
 
 namespace ember::attention_math {
@@ -65,7 +65,7 @@ EMBER_HOST_DEVICE bool dropout_keeps(float keep_probability, uint32_t word) {
 template <typename T>
 EMBER_HOST_DEVICE T dropout_factor(const AttentionParams& p, uint64_t index) {
   if (!(p.dropout_p > 0)) return T(1);
-  const kernels::Philox4 r = kernels::philox4x32_10(p.seed, p.offset + index / 4);
+  const Philox4 r = philox4x32_10(p.seed, p.offset + index / 4);
   return dropout_keeps(dropout_keep_probability(p), r.v[index % 4]) ? static_cast<T>(1.0 / (1.0 - p.dropout_p))
                                                                       : T(0);
 }
@@ -83,7 +83,7 @@ EMBER_HOST_DEVICE void dropout_factors(const AttentionParams& p, uint64_t index0
   for (int64_t w0 = 0; w0 < total; w0 += 4 * kBlocks) {
     const int64_t blocks = (total - w0 + 3) / 4 < kBlocks ? (total - w0 + 3) / 4 : kBlocks;
     for (int64_t b = 0; b < blocks; ++b) {
-      const kernels::Philox4 r = kernels::philox4x32_10(p.seed, counter0 + static_cast<uint64_t>(w0 / 4 + b));
+      const Philox4 r = philox4x32_10(p.seed, counter0 + static_cast<uint64_t>(w0 / 4 + b));
       for (int lane = 0; lane < 4; ++lane) words[4 * b + lane] = r.v[lane];
     }
     const int64_t begin = w0 > skip ? w0 : skip, end = w0 + 4 * kBlocks < total ? w0 + 4 * kBlocks : total;

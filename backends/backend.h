@@ -13,8 +13,8 @@
 #include <string>
 #include <string_view>
 
-#include "backends/device.h"
-#include "backends/dtype.h"
+#include "base/device.h"
+#include "base/dtype.h"
 #include "backends/elementwise_ops.h"
 
 namespace ember {

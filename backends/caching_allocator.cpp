@@ -5,8 +5,8 @@
 #include <string>
 #include <utility>
 
-#include "backends/error.h"
-#include "backends/format.h"
+#include "base/error.h"
+#include "base/format.h"
 
 namespace ember {
 namespace {

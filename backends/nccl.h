@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include "backends/dtype.h"
+#include "base/dtype.h"
 
 namespace ember::nccl {
 

@@ -1,6 +1,6 @@
 // The CUDA queries for a build without CUDA (EMBER_CUDA=OFF or no toolkit found).
 #include "backends/cuda_info.h"
-#include "backends/error.h"
+#include "base/error.h"
 
 namespace ember::cuda {
 

@@ -1,5 +1,5 @@
 // NCCL for a build without it (no CUDA, or nccl.h/libnccl.so not found at configure time).
-#include "backends/error.h"
+#include "base/error.h"
 #include "backends/nccl.h"
 
 namespace ember::nccl {

@@ -4,7 +4,7 @@
 #include "backends/backend.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cuda_info.h"
-#include "backends/log.h"
+#include "base/log.h"
 
 namespace ember {
 

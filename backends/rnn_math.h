@@ -14,8 +14,8 @@
 #include <tuple>
 
 #include "backends/backend.h"
-#include "backends/error.h"
-#include "backends/host_device.h"
+#include "base/error.h"
+#include "base/host_device.h"
 #include "backends/kernels.h"
 
 namespace ember::rnn_math {

@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "backends/backend.h"
-#include "backends/host_device.h"
+#include "base/host_device.h"
 
 namespace ember {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "backends/cpu/openblas.h"
-#include "backends/cpu/parallel.h"
+#include "base/parallel.h"
 #include "core/raw.h"
 
 using namespace ember;

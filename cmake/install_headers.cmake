@@ -2,10 +2,10 @@
 # includes of Ember's own headers ("core/tensor.h") to the installed form ("ember/core/tensor.h"), so that a
 # user's include path needs <prefix>/include only and gains no bare core/, nn/, data/, backends/ folders.
 # Inputs (set by the install(CODE) before it): EMBER_SOURCE_DIR, EMBER_HEADER_DEST, EMBER_INSTALL_ONNX.
-set(layers backends core autograd nn optim data distributed observe onnx)
+set(layers base backends core autograd nn optim data distributed observe onnx)
 list(JOIN layers "|" layer_regex)
 file(GLOB_RECURSE headers RELATIVE "${EMBER_SOURCE_DIR}"
-     "${EMBER_SOURCE_DIR}/backends/*.h" "${EMBER_SOURCE_DIR}/core/*.h" "${EMBER_SOURCE_DIR}/autograd/*.h"
+     "${EMBER_SOURCE_DIR}/base/*.h" "${EMBER_SOURCE_DIR}/backends/*.h" "${EMBER_SOURCE_DIR}/core/*.h" "${EMBER_SOURCE_DIR}/autograd/*.h"
      "${EMBER_SOURCE_DIR}/nn/*.h" "${EMBER_SOURCE_DIR}/optim/*.h" "${EMBER_SOURCE_DIR}/data/*.h"
      "${EMBER_SOURCE_DIR}/distributed/*.h" "${EMBER_SOURCE_DIR}/observe/*.h")
 list(FILTER headers EXCLUDE REGEX "^backends/cuda/")  # the CUDA backend's internals

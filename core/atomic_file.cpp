@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <charconv>
 
-#include "backends/error.h"
+#include "base/error.h"
 
 namespace ember {
 namespace {

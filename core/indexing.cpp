@@ -4,7 +4,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "backends/kernels.h"
+#include "base/philox.h"
 #include "core/raw.h"
 
 namespace ember {
@@ -159,7 +159,7 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, G
         if (pr[k] > 0) last_positive = k;
       }
       for (int64_t s = 0; s < num_samples; ++s) {
-        const double u = kernels::uniform01<double>(kernels::philox4x32_10(seed, base + s));
+        const double u = uniform01<double>(philox4x32_10(seed, base + s));
         const int64_t k = std::upper_bound(cdf.begin(), cdf.end(), u * acc) - cdf.begin();
         o[s] = std::min(k, last_positive);  // u · total rounded up to total: the last positive category
       }
@@ -168,7 +168,7 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, G
       // in order, are a draw without replacement. Zero-probability categories come after every positive one
       // (in index order), as in PyTorch, which draws them once the positive ones are used up.
       for (int64_t k = 0; k < categories; ++k) {
-        const double u = kernels::uniform01<double>(kernels::philox4x32_10(seed, base + k));
+        const double u = uniform01<double>(philox4x32_10(seed, base + k));
         key[k] = pr[k] > 0 ? pr[k] / -std::log1p(-u) : -1.0;  // -log(1 - u) ~ Exp(1); u < 1
       }
       std::iota(order.begin(), order.end(), int64_t{0});
@@ -238,7 +238,7 @@ Tensor randperm(int64_t n, TensorOptions options, Generator* gen) {
   std::vector<int64_t> perm(static_cast<size_t>(n));
   std::iota(perm.begin(), perm.end(), int64_t{0});
   for (int64_t i = n - 1; i > 0; --i) {
-    const kernels::Philox4 r = kernels::philox4x32_10(seed, offset + static_cast<uint64_t>(i));
+    const Philox4 r = philox4x32_10(seed, offset + static_cast<uint64_t>(i));
     const uint64_t bits = (static_cast<uint64_t>(r.v[0]) << 32) | r.v[1];
     const auto j = static_cast<int64_t>((static_cast<unsigned __int128>(bits) * static_cast<uint64_t>(i + 1)) >> 64);
     std::swap(perm[i], perm[j]);

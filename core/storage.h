@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "backends/backend.h"
-#include "backends/device.h"
+#include "base/device.h"
 
 namespace ember {
 

@@ -185,7 +185,7 @@ std::vector<int64_t> random_permutation(int64_t n, Generator& gen) {
   std::iota(perm.begin(), perm.end(), int64_t{0});
   const uint64_t first = gen.advance(static_cast<uint64_t>(n));
   for (int64_t i = n - 1; i > 0; --i) {
-    const kernels::Philox4 r = kernels::philox4x32_10(gen.seed(), first + static_cast<uint64_t>(i));
+    const Philox4 r = philox4x32_10(gen.seed(), first + static_cast<uint64_t>(i));
     const uint64_t bits = (static_cast<uint64_t>(r.v[0]) << 32) | r.v[1];
     std::swap(perm[i], perm[uniform_below(bits, static_cast<uint64_t>(i + 1))]);
   }

@@ -3,8 +3,8 @@
 #include <charconv>
 #include <cstdlib>
 
-#include "backends/error.h"
-#include "backends/log.h"
+#include "base/error.h"
+#include "base/log.h"
 
 namespace ember::data {
 namespace {

@@ -1,7 +1,7 @@
 // IdxDataset and Fashion-MNIST. The file format and its checks are in idx_file.cpp.
 #include <filesystem>
 
-#include "backends/log.h"
+#include "base/log.h"
 #include "core/raw.h"
 #include "data/fault.h"
 #include "data/idx.h"

@@ -14,7 +14,7 @@
 #include <filesystem>
 #include <memory>
 
-#include "backends/log.h"
+#include "base/log.h"
 #include "core/atomic_file.h"
 #include "data/idx.h"
 

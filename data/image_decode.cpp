@@ -13,7 +13,7 @@
 #include <cstring>
 #include <memory>
 
-#include "backends/error.h"
+#include "base/error.h"
 
 namespace ember::data {
 namespace {

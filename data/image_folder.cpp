@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "backends/log.h"
+#include "base/log.h"
 #include "core/raw.h"
 
 namespace ember::data {

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "backends/cpu/parallel.h"
+#include "base/parallel.h"
 
 namespace ember::data {
 

@@ -4,7 +4,7 @@
 // so results do not depend on which thread computes them or in which order.
 #include <cstdint>
 
-#include "backends/kernels.h"
+#include "base/philox.h"
 
 namespace ember::data {
 
@@ -29,7 +29,7 @@ class ExampleRng {
 
   uint32_t next_u32() {
     if (used_ == 4) {
-      block_ = kernels::philox4x32_10(key_, counter_++);
+      block_ = philox4x32_10(key_, counter_++);
       used_ = 0;
     }
     return block_.v[used_++];
@@ -43,7 +43,7 @@ class ExampleRng {
  private:
   uint64_t key_;
   uint64_t counter_;
-  kernels::Philox4 block_{};
+  Philox4 block_{};
   int used_ = 4;
 };
 

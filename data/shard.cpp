@@ -1,6 +1,6 @@
 #include "data/shard.h"
 
-#include "backends/error.h"
+#include "base/error.h"
 
 namespace ember::data {
 

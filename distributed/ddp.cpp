@@ -3,7 +3,7 @@
 #include <map>
 
 #include "autograd/grad_mode.h"
-#include "backends/error.h"
+#include "base/error.h"
 
 namespace ember::distributed {
 

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "backends/error.h"
+#include "base/error.h"
 
 namespace ember::distributed {
 namespace {

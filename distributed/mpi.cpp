@@ -16,7 +16,7 @@
 #include <thread>
 #include <unistd.h>
 
-#include "backends/error.h"
+#include "base/error.h"
 #include "distributed/mpi.h"
 
 namespace ember::distributed::mpi {

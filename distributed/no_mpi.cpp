@@ -1,7 +1,7 @@
 // distributed/mpi.h for a build without MPI: one process only.
 #include <cstdlib>
 
-#include "backends/error.h"
+#include "base/error.h"
 #include "distributed/mpi.h"
 
 namespace ember::distributed::mpi {

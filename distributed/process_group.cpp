@@ -6,7 +6,7 @@
 
 #include "autograd/ops.h"
 #include "backends/cuda_info.h"
-#include "backends/error.h"
+#include "base/error.h"
 #include "backends/nccl.h"
 #include "distributed/mpi.h"
 

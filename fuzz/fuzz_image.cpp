@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <span>
 
-#include "backends/error.h"
+#include "base/error.h"
 #include "data/image_decode.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <initializer_list>
 
-#include "backends/error.h"
+#include "base/error.h"
 
 namespace ember::nn {
 

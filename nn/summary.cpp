@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "autograd/grad_mode.h"
-#include "backends/format.h"
+#include "base/format.h"
 #include "nn/layers.h"
 
 namespace ember::nn {

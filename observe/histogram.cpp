@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "backends/error.h"
+#include "base/error.h"
 
 namespace ember {
 

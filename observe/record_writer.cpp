@@ -3,7 +3,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "backends/error.h"
+#include "base/error.h"
 #include "observe/crc32c.h"
 
 namespace ember::observe {

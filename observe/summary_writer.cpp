@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "backends/error.h"
-#include "backends/log.h"
+#include "base/error.h"
+#include "base/log.h"
 #include "observe/record_writer.h"
 #include "tensorboard.pb.h"
 

@@ -12,7 +12,7 @@
 #include <set>
 #include <thread>
 
-#include "backends/cpu/parallel.h"
+#include "base/parallel.h"
 #include "data_test_util.h"
 
 using namespace ember;
@@ -179,7 +179,7 @@ TEST(DataLoader, ResumeSeesTheBatchesAnUninterruptedRunSees) {
   EXPECT_NE(a0, a1);
 }
 
-// Workers run their ops serially: the CPU pool is the training thread's (backends/cpu/parallel.h).
+// Workers run their ops serially: the CPU pool is the training thread's (base/parallel.h).
 struct RecordsParallelism : Faulty {
   mutable std::atomic<int> parallel_calls{0};
   void get_batch(std::span<const int64_t> idx, const Tensor& in, const Tensor& tg) const override {

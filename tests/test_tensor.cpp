@@ -241,7 +241,7 @@ TEST(Generator, DefaultGeneratorManualSeed) {
 
 TEST(Generator, PhiloxKnownAnswer) {
   // Random123's known-answer test for philox4x32_10: counter 0, key 0.
-  const kernels::Philox4 r = kernels::philox4x32_10(0, 0);
+  const Philox4 r = philox4x32_10(0, 0);
   EXPECT_EQ(r.v[0], 0x6627e8d5u);
   EXPECT_EQ(r.v[1], 0xe169c58du);
   EXPECT_EQ(r.v[2], 0xbc57ac4cu);

@@ -1,4 +1,4 @@
-// The CPU backend's thread pool (backends/cpu/parallel.h): every index exactly once, in any thread
+// The CPU backend's thread pool (base/parallel.h): every index exactly once, in any thread
 // arrangement — nested loops, several user threads at once, threads marked serial — and the slot contract
 // that per-thread scratch space relies on.
 #include <gtest/gtest.h>
@@ -17,7 +17,7 @@
 #include <ember/ember.h>
 
 #include "backends/cpu/openblas.h"
-#include "backends/cpu/parallel.h"
+#include "base/parallel.h"
 
 namespace ember::cpu {
 namespace {

@@ -23,7 +23,7 @@
 #include "backends/attention_math.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/openblas.h"
-#include "backends/cpu/parallel.h"
+#include "base/parallel.h"
 
 namespace ember::cpu {
 namespace {

@@ -11,7 +11,7 @@
 #include "backends/cpu/conv_onednn.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/openblas.h"
-#include "backends/cpu/parallel.h"
+#include "base/parallel.h"
 
 namespace ember::cpu {
 namespace {

@@ -11,9 +11,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "backends/cpu/parallel.h"
+#include "base/parallel.h"
 #include "backends/cpu/signal_guard.h"
-#include "backends/log.h"
+#include "base/log.h"
 
 namespace ember::cpu {
 namespace {

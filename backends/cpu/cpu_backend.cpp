@@ -15,7 +15,7 @@
 
 #include "backends/cpu/openblas.h"
 #include "backends/cpu/strided_loop.h"
-#include "backends/log.h"
+#include "base/log.h"
 
 namespace ember::cpu {
 

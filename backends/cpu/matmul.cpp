@@ -1,7 +1,7 @@
 // Batched GEMM through OpenBLAS. a [B, M, K], b [B, K, N], out [B, M, N] contiguous.
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/openblas.h"
-#include "backends/cpu/parallel.h"
+#include "base/parallel.h"
 #include "backends/strided.h"
 
 namespace ember::cpu {

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "backends/cpu/cpu_backend.h"
-#include "backends/cpu/parallel.h"
+#include "base/parallel.h"
 #include "backends/nn_math.h"
 
 namespace ember::cpu {

@@ -13,10 +13,10 @@
 #include <cstdlib>
 #include <vector>
 
-#include "backends/cpu/parallel.h"
+#include "base/parallel.h"
 #include "backends/cpu/signal_guard.h"
-#include "backends/error.h"
-#include "backends/log.h"
+#include "base/error.h"
+#include "base/log.h"
 
 namespace ember::cpu {
 namespace {

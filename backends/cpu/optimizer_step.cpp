@@ -1,6 +1,6 @@
 // Fused optimizer updates: the shared OptimizerStep functor over contiguous parameters.
 #include "backends/cpu/cpu_backend.h"
-#include "backends/cpu/parallel.h"
+#include "base/parallel.h"
 #include "backends/kernels.h"
 
 namespace ember::cpu {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
-#include "backends/cpu/parallel.h"
+#include "base/parallel.h"
 #include "backends/kernels.h"
 #include "backends/nn_math.h"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "backends/cpu/cpu_backend.h"
-#include "backends/cpu/parallel.h"
+#include "base/parallel.h"
 #include "backends/rnn_math.h"
 
 namespace ember::cpu {

@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "backends/cpu/cpu_backend.h"
-#include "backends/cpu/parallel.h"
+#include "base/parallel.h"
 #include "backends/kernels.h"
 #include "backends/nn_math.h"
 

@@ -7,7 +7,7 @@
 
 #include "backends/backend.h"
 #include "backends/strided.h"
-#include "backends/cpu/parallel.h"
+#include "base/parallel.h"
 
 namespace ember::cpu {
 

@@ -6,8 +6,8 @@
 #include <string>
 
 #include "backends/cuda_info.h"
-#include "backends/error.h"
-#include "backends/format.h"
+#include "base/error.h"
+#include "base/format.h"
 
 namespace ember::cuda {
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "backends/cuda_info.h"
-#include "backends/error.h"
+#include "base/error.h"
 
 namespace ember::cuda {
 namespace {

@@ -17,7 +17,7 @@
 
 #include <string>
 
-#include "backends/error.h"
+#include "base/error.h"
 
 // EMBER_CUDA_LIBRARY_DIRS: ':'-separated directories where configure found the toolkit's and cuDNN's
 // libraries (backends/CMakeLists.txt); tried before the dynamic loader's own search path.

@@ -5,7 +5,7 @@
 
 #include "backends/cuda/check.h"
 #include "backends/cuda/cuda_backend.h"
-#include "backends/error.h"
+#include "base/error.h"
 #include "backends/nccl.h"
 
 #define EMBER_NCCL_CHECK(call)                                                                       \

@@ -1,6 +1,6 @@
 #pragma once
 // Everything a user program needs: #include <ember/ember.h>. It pulls in no third-party header (no spdlog,
-// no fmt): Ember's log is internal (backends/log.h, `ember::logger()`, level from EMBER_LOG_LEVEL).
+// no fmt): Ember's log is internal (base/log.h, `ember::logger()`, level from EMBER_LOG_LEVEL).
 #include "autograd/gradcheck.h"
 #include "autograd/hooks.h"
 #include "autograd/node.h"

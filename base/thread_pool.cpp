@@ -17,8 +17,8 @@
 #include <immintrin.h>
 #endif
 
-#include "backends/cpu/parallel.h"
-#include "backends/error.h"
+#include "base/parallel.h"
+#include "base/error.h"
 
 namespace ember::cpu {
 namespace {

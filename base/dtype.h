@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "backends/error.h"
+#include "base/error.h"
 
 namespace ember {
 

@@ -1,5 +1,5 @@
 #pragma once
-// The CPU backend's thread pool: Ember's own (backends/cpu/thread_pool.cpp), not OpenMP's fork-join.
+// The CPU backend's thread pool: Ember's own (base/thread_pool.cpp), not OpenMP's fork-join.
 //
 // A parallel region is split into more chunks than threads; the calling thread works too, and every
 // participant claims the next chunk from one atomic counter. The caller waits only for chunks that have been

@@ -1,4 +1,4 @@
-#include "backends/format.h"
+#include "base/format.h"
 
 #include <charconv>
 #include <cstdio>

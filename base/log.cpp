@@ -1,4 +1,4 @@
-#include "backends/log.h"
+#include "base/log.h"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 
