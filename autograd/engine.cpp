@@ -1,5 +1,5 @@
-// The engine: topological sort from the root, reverse execution, gradient accumulation into leaves.
-// Also the graph-building helpers of node.h, SavedTensor, and the Tensor methods backward/detach.
+// The engine: topological sort from the root, reverse execution, gradient accumulation into leaves; and the
+// Tensor methods backward/detach. Graph building and SavedTensor: node.cpp; hooks: hooks.cpp.
 #include <algorithm>
 #include <atomic>
 #include <unordered_map>
@@ -10,148 +10,6 @@
 #include "core/raw.h"
 
 namespace ember::autograd {
-
-// --- graph building ---------------------------------------------------------------------------------
-Edge edge_to(const Tensor& input) {
-  Edge e;
-  const TensorImpl& impl = input.impl();
-  if (!impl.requires_grad) return e;
-  if (impl.grad_fn) e.fn = impl.grad_fn;
-  else e.leaf = input.impl_ptr();
-  e.shape = impl.shape;
-  e.dtype = impl.dtype;
-  e.device = impl.storage->device();
-  return e;
-}
-
-bool needs_graph(const std::vector<Tensor>& inputs) {
-  if (!GradMode::is_enabled()) return false;
-  for (const Tensor& t : inputs)
-    if (t.requires_grad()) return true;
-  return false;
-}
-
-void set_history(const Tensor& output, std::shared_ptr<Node> node) {
-  TensorImpl& impl = output.impl();
-  impl.requires_grad = true;
-  impl.grad_fn = std::move(node);
-  impl.output_nr = 0;
-}
-
-Tensor sum_to(const Tensor& grad, const Shape& shape) {
-  if (grad.shape() == shape) return grad;
-  const int lead = grad.dim() - shape.size();
-  Shape dims;
-  for (int d = 0; d < lead; ++d) dims.push_back(d);
-  for (int d = 0; d < shape.size(); ++d)
-    if (shape[d] == 1 && grad.shape()[lead + d] != 1) dims.push_back(lead + d);
-  if (dims.empty()) return grad.reshape(shape);  // only size-1 dims differ
-  return sum(grad, dims, /*keepdim=*/true).reshape(shape);
-}
-
-// A recursive destructor (node → its inputs' nodes → ...) would be one stack frame per op of a chain.
-// Instead the outermost ~Node on a thread collects the nodes it solely owns into a list and destroys them
-// one at a time; a ~Node running inside it only hands its own sole inputs to that list.
-Node::~Node() {
-  thread_local std::vector<std::shared_ptr<Node>>* pending = nullptr;  // the outermost ~Node's list
-  const auto hand_over_sole_inputs = [](Node& node, std::vector<std::shared_ptr<Node>>& list) {
-    for (Edge& e : node.next)
-      if (e.fn != nullptr && e.fn.use_count() == 1) list.push_back(std::move(e.fn));
-  };
-  if (pending != nullptr) {
-    hand_over_sole_inputs(*this, *pending);
-    return;
-  }
-  std::vector<std::shared_ptr<Node>> list;  // NOTE: not a reused thread_local: graphs held by static
-  pending = &list;                           // tensors die after thread_locals do
-  hand_over_sole_inputs(*this, list);
-  while (!list.empty()) {
-    std::shared_ptr<Node> node = std::move(list.back());
-    list.pop_back();
-    node.reset();  // its ~Node (nested) appends its own sole inputs to `list`
-  }
-  pending = nullptr;
-}
-
-// --- saved tensors -----------------------------------------------------------------------------------
-void SavedTensor::save(const Tensor& t, bool is_output) {
-  // An output saved as itself would own its own grad_fn (a cycle): keep an alias of its data instead.
-  tensor_ = is_output ? raw::as_strided(t, t.shape(), t.strides(), t.offset()) : t;
-  version_ = t.impl().storage->version();
-  released_ = false;
-}
-
-Tensor SavedTensor::unpack(const Node& owner) const {
-  EMBER_CHECK(!released_, owner.name(), " backward: its saved tensors were already freed by an earlier backward(); "
-              "call backward(grad, /*retain_graph=*/true) the first time to run backward through a graph twice");
-  const uint64_t now = tensor_.impl().storage->version();
-  EMBER_CHECK(now == version_, owner.name(), " backward: a tensor it saved (shape ", tensor_.shape(), ", ",
-              dtype_name(tensor_.dtype()), ") was modified by an in-place operation after the forward (version ",
-              version_, " when saved, ", now, " now), so its gradient would be wrong; clone() the tensor before "
-              "modifying it in place, or do the in-place op after backward()");
-  return tensor_;
-}
-
-void SavedTensor::release() {
-  tensor_ = Tensor();
-  released_ = true;
-}
-
-// --- hooks (hooks.h) ---------------------------------------------------------------------------------
-namespace {
-std::atomic<uint64_t> g_live_hooks{0};
-std::atomic<uint64_t> g_next_hook_id{1};
-thread_local std::vector<std::function<void()>>* t_callbacks = nullptr;  // the running backward's queue
-
-void fire_grad_ready_hooks(const std::shared_ptr<TensorImpl>& leaf) {
-  if (!leaf->grad_hooks || leaf->grad_hooks->hooks.empty()) return;
-  const auto hooks = leaf->grad_hooks->hooks;  // a copy: a hook may remove itself
-  const Tensor t(leaf);
-  for (const auto& entry : hooks) entry.second(t);
-}
-}  // namespace
-
-namespace detail {
-uint64_t live_grad_hooks() { return g_live_hooks.load(std::memory_order_relaxed); }
-}  // namespace detail
-
-HookHandle add_grad_ready_hook(const Tensor& leaf, GradReadyHook hook) {
-  EMBER_CHECK(leaf.defined() && leaf.requires_grad() && !leaf.impl().grad_fn, "add_grad_ready_hook: the tensor ",
-              leaf.defined() ? "(shape " + leaf.shape().str() + ") " : std::string(),
-              "is not a leaf that requires grad; hooks go on parameters (requires_grad_() tensors made by the "
-              "user, not results of ops)");
-  TensorImpl& impl = leaf.impl();
-  if (!impl.grad_hooks) impl.grad_hooks = std::make_shared<GradHooks>();
-  const uint64_t id = g_next_hook_id.fetch_add(1, std::memory_order_relaxed);
-  impl.grad_hooks->hooks.emplace_back(id, std::move(hook));
-  g_live_hooks.fetch_add(1, std::memory_order_relaxed);
-  return HookHandle(leaf.impl_ptr(), id);
-}
-
-void HookHandle::remove() {
-  if (id_ == 0) return;
-  if (auto leaf = leaf_.lock(); leaf && leaf->grad_hooks) {
-    auto& hooks = leaf->grad_hooks->hooks;
-    std::erase_if(hooks, [this](const auto& entry) { return entry.first == id_; });
-  }
-  g_live_hooks.fetch_sub(1, std::memory_order_relaxed);  // a dead leaf's hooks died with it: count them out
-  id_ = 0;
-}
-
-HookHandle& HookHandle::operator=(HookHandle&& other) noexcept {
-  if (this != &other) {
-    remove();
-    leaf_ = std::move(other.leaf_);
-    id_ = std::exchange(other.id_, 0);
-  }
-  return *this;
-}
-
-void queue_callback(std::function<void()> fn) {
-  EMBER_CHECK(t_callbacks != nullptr, "autograd::queue_callback: called outside a backward; call it from a "
-              "grad-ready hook (autograd/hooks.h)");
-  t_callbacks->push_back(std::move(fn));
-}
 
 // --- the engine ----------------------------------------------------------------------------------------
 class Engine {
@@ -238,11 +96,7 @@ void Engine::run(const Tensor& root, const Tensor& root_grad, bool retain_graph)
   AutoGradMode no_grad(false);  // backward formulas record nothing
   TensorImpl& root_impl = root.impl();
   std::vector<std::function<void()>> callbacks;  // queue_callback's, for this backward
-  struct CallbackScope {
-    std::vector<std::function<void()>>* previous = t_callbacks;
-    explicit CallbackScope(std::vector<std::function<void()>>* mine) { t_callbacks = mine; }
-    ~CallbackScope() { t_callbacks = previous; }
-  } callback_scope(&callbacks);
+  const detail::CallbackQueueScope callback_scope(&callbacks);
   const auto run_callbacks = [&callbacks] {
     for (size_t i = 0; i < callbacks.size(); ++i) {  // by index: a callback may queue another
       std::function<void()> fn = std::move(callbacks[i]);
@@ -251,7 +105,7 @@ void Engine::run(const Tensor& root, const Tensor& root_grad, bool retain_graph)
   };
   if (!root_impl.grad_fn) {  // a leaf: its gradient is the given one
     accumulate_into_leaf(root_impl, root_grad);
-    fire_grad_ready_hooks(root.impl_ptr());
+    detail::fire_grad_ready_hooks(root.impl_ptr());
     run_callbacks();
     return;
   }
@@ -273,7 +127,7 @@ void Engine::run(const Tensor& root, const Tensor& root_grad, bool retain_graph)
       node->pending_grad_ = Tensor();
       if (grad.defined()) run_node(*node, std::move(grad), grads, retain_graph);  // else: no gradient reached this node
       for (; next_ready < ready.size() && ready[next_ready].node == k; ++next_ready)
-        fire_grad_ready_hooks(ready[next_ready].leaf);
+        detail::fire_grad_ready_hooks(ready[next_ready].leaf);
     }
     run_callbacks();
   } catch (...) {

@@ -54,6 +54,19 @@ void queue_callback(std::function<void()> fn);
 namespace detail {
 // Number of grad-ready hooks alive in the process: the engine skips all hook bookkeeping when it is 0.
 uint64_t live_grad_hooks();
+// The engine's side: runs `leaf`'s hooks once its gradient is complete, and points queue_callback() at the
+// running backward's queue for the scope's lifetime (restoring the outer backward's queue after it).
+void fire_grad_ready_hooks(const std::shared_ptr<TensorImpl>& leaf);
+class CallbackQueueScope {
+ public:
+  explicit CallbackQueueScope(std::vector<std::function<void()>>* queue);
+  ~CallbackQueueScope();
+  CallbackQueueScope(const CallbackQueueScope&) = delete;
+  CallbackQueueScope& operator=(const CallbackQueueScope&) = delete;
+
+ private:
+  std::vector<std::function<void()>>* previous_;
+};
 }  // namespace detail
 
 }  // namespace ember::autograd

@@ -1,5 +1,6 @@
 #pragma once
-// Everything a user program needs: #include <ember/ember.h>. It pulls in no third-party header (no spdlog,
+// Everything a user program needs: #include <ember/ember.h>. It includes only the public headers
+// (cmake/public_headers.cmake: the installed ones) and pulls in no third-party header (no spdlog,
 // no fmt): Ember's log is internal (base/log.h, `ember::logger()`, level from EMBER_LOG_LEVEL).
 #include "autograd/gradcheck.h"
 #include "autograd/hooks.h"
@@ -15,6 +16,7 @@
 #include "nn/functional.h"
 #include "nn/causal_lm.h"
 #include "nn/generation.h"
+#include "nn/init.h"
 #include "nn/layers.h"
 #include "nn/registry.h"
 #include "nn/rnn.h"
