@@ -154,7 +154,8 @@ TEST(Optim, ErrorsAndSkips) {
   };
   expect_error([&] { optim::SGD({a}, {.lr = -1}); }, "SGD: invalid learning rate -1");
   expect_error([&] { optim::SGD({a}, {.lr = 0.1, .nesterov = true}); }, "nesterov momentum needs momentum > 0");
-  expect_error([&] { optim::Adam({a}, {.beta1 = 1.0}); }, "betas/alpha must be in [0, 1)");
+  expect_error([&] { optim::Adam({a}, {.beta1 = 1.0}); }, "Adam: betas must be in [0, 1), got 1 and 0.999");
+  expect_error([&] { optim::RMSprop({a}, {.alpha = 1.0}); }, "RMSprop: alpha must be in [0, 1), got 1");
   expect_error([&] { optim::Adam({a * 2.0f}); }, "can only optimize leaf tensors");
   optim::Adam adam({a});
   expect_error([&] { adam.load_state_dict({{"bogus", ones({1})}}); }, "missing group.0.lr");
