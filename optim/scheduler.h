@@ -272,11 +272,11 @@ enum class CyclicScaleMode { cycle, iterations };
 
 struct CyclicOptions {
   double step_size_up = 2000;               // steps from base_lr up to max_lr, > 0 (need not be whole)
-  std::optional<double> step_size_down;     // steps back down, >= 0; unset: step_size_up
+  std::optional<double> step_size_down = std::nullopt;  // steps back down, >= 0; unset: step_size_up
   CyclicMode mode = CyclicMode::triangular; // amplitude per cycle: constant, halved each cycle, gamma^step
   double gamma = 1.0;                       // exp_range's factor per step
   // A scale function of the cycle (1-based) or of the step, replacing `mode`'s, and what it takes.
-  std::function<double(int64_t)> scale_fn;
+  std::function<double(int64_t)> scale_fn = nullptr;
   CyclicScaleMode scale_mode = CyclicScaleMode::cycle;
   bool cycle_momentum = true;               // SGD and RMSprop: momentum moves inversely to the lr
   std::vector<double> base_momentum = {0.8}, max_momentum = {0.9};  // one, or one per group

@@ -219,9 +219,13 @@ TEST(Scheduler, SequencesMatchPyTorch) {
       for (int g = 0; g < 2; ++g) {
         EXPECT_EQ(row[g], lr[2 * i + g]) << "lr, step " << i << " group " << g;  // bit for bit
         EXPECT_EQ(sched->last_lr()[g], row[g]) << "last_lr, step " << i;
-        if (has_momentum(cfg.name)) EXPECT_EQ(row[2 + g], mom[2 * i + g]) << "momentum, step " << i << " group " << g;
+        if (has_momentum(cfg.name)) {
+          EXPECT_EQ(row[2 + g], mom[2 * i + g]) << "momentum, step " << i << " group " << g;
+        }
       }
-      if (cfg.name.rfind("cawr_epochs", 0) != 0) EXPECT_EQ(sched->last_epoch(), i);
+      if (cfg.name.rfind("cawr_epochs", 0) != 0) {
+        EXPECT_EQ(sched->last_epoch(), i);
+      }
     }
   }
 }
@@ -331,6 +335,94 @@ TEST(Scheduler, InvalidArgumentsNameSchedulerArgumentAndRange) {
   EXPECT_TRUE(throws_error([&] { static_cast<LRScheduler&>(plateau).step(); }, {"ReduceLROnPlateau", "step(metric)"}));
 }
 
+TEST(Scheduler, SequentialLRRestartsEachSchedulerAtItsMilestone) {
+  // As torch: the later schedulers sit at epoch -1 until their milestone, then run from epoch 0.
+  auto opt = make_optimizer("sgd");
+  SequentialLR sched(*opt, {std::make_shared<ConstantLR>(*opt, 0.5, 10), std::make_shared<ExponentialLR>(*opt, 0.5),
+                            std::make_shared<StepLR>(*opt, 2, 0.1)},
+                     {2, 4});
+  EXPECT_EQ(opt->param_groups()[0].hyper.lr, 0.1 * 0.5);  // the first's epoch 0, from initial_lr
+  const std::vector<std::vector<int64_t>> epochs = {{1, -1, -1}, {1, 0, -1}, {1, 1, -1}, {1, 1, 0}, {1, 1, 1}};
+  for (size_t i = 0; i < epochs.size(); ++i) {
+    sched.step();
+    for (size_t k = 0; k < 3; ++k) EXPECT_EQ(sched.schedulers()[k]->last_epoch(), epochs[i][k]) << "step " << i + 1;
+  }
+  EXPECT_EQ(opt->param_groups()[0].hyper.lr, 0.1);  // StepLR at its epoch 1, from its base
+  EXPECT_EQ(sched.last_lr(), sched.schedulers()[2]->last_lr());
+}
+
+TEST(Scheduler, CosineAnnealingWarmRestartsFractionalEpochs) {
+  // T_0 = 2, T_mult = 3: restarts at epochs 2 and 8; step(epoch) finds the period the epoch is in.
+  auto opt = make_optimizer("sgd");
+  CosineAnnealingWarmRestarts sched(*opt, 2, 3, 0.0);
+  sched.step(9.5);
+  EXPECT_EQ(sched.last_epoch(), 9);
+  EXPECT_EQ(sched.T_i(), 18);
+  EXPECT_EQ(sched.T_cur(), 1.5);
+  sched.step(1.0);
+  EXPECT_EQ(sched.T_i(), 2);
+  EXPECT_EQ(sched.T_cur(), 1.0);
+  EXPECT_NEAR(opt->param_groups()[0].hyper.lr, 0.05, 1e-15);  // halfway down the first period
+  sched.step();                                                // epoch 2: the first restart
+  EXPECT_EQ(sched.T_cur(), 0.0);
+  EXPECT_EQ(sched.T_i(), 6);
+  EXPECT_EQ(opt->param_groups()[0].hyper.lr, 0.1);
+}
+
+TEST(Scheduler, ConstantLRWithFactorZeroThrowsWhereTorchDividesByZero) {
+  auto opt = make_optimizer("sgd");
+  ConstantLR sched(*opt, 0.0, 2);
+  EXPECT_EQ(opt->param_groups()[0].hyper.lr, 0.0);
+  sched.step();
+  EXPECT_TRUE(test::throws_error([&] { sched.step(); }, {"ConstantLR", "total_iters = 2", "factor 0", "factor > 0"}));
+}
+
+TEST(Scheduler, NewSchedulersRejectInvalidArguments) {
+  auto opt = make_optimizer("sgd");
+  auto adam = make_optimizer("adam");
+  Optimizer& o = *opt;
+  using test::throws_error;
+  const LrLambda one = [](int64_t) { return 1.0; };
+  EXPECT_TRUE(throws_error([&] { LambdaLR(o, {one, one, one}); }, {"LambdaLR", "expected 1 or 2 lr_lambdas", "got 3"}));
+  EXPECT_TRUE(throws_error([&] { LambdaLR(o, LrLambda{}); }, {"LambdaLR", "lr_lambda 0 is empty"}));
+  EXPECT_TRUE(throws_error([&] { MultiplicativeLR(o, {one, LrLambda{}}); }, {"MultiplicativeLR", "lr_lambda 1 is empty"}));
+  EXPECT_TRUE(throws_error([&] { ConstantLR(o, 1.5); }, {"ConstantLR", "factor", "[0, 1]", "1.5"}));
+  EXPECT_TRUE(throws_error([&] { ConstantLR(o, 0.5, -1); }, {"ConstantLR", "total_iters", ">= 0"}));
+  EXPECT_TRUE(throws_error([&] { LinearLR(o, 0.0); }, {"LinearLR", "start_factor", "(0, 1]"}));
+  EXPECT_TRUE(throws_error([&] { LinearLR(o, 0.5, 1.5); }, {"LinearLR", "end_factor", "[0, 1]"}));
+  EXPECT_TRUE(throws_error([&] { LinearLR(o, 0.5, 1.0, 0); }, {"LinearLR", "total_iters", ">= 1"}));
+  EXPECT_TRUE(throws_error([&] { PolynomialLR(o, 0); }, {"PolynomialLR", "total_iters", ">= 1"}));
+  EXPECT_TRUE(throws_error([&] { PolynomialLR(o, 5, -1.0); }, {"PolynomialLR", "power", ">= 0"}));
+  EXPECT_TRUE(throws_error([&] { CosineAnnealingWarmRestarts(o, 0); }, {"CosineAnnealingWarmRestarts", "T_0", ">= 1"}));
+  EXPECT_TRUE(throws_error([&] { CosineAnnealingWarmRestarts(o, 5, 0); }, {"CosineAnnealingWarmRestarts", "T_mult", ">= 1"}));
+  EXPECT_TRUE(throws_error([&] { CosineAnnealingWarmRestarts(o, 5, 1, -1.0); }, {"CosineAnnealingWarmRestarts", "eta_min"}));
+  CosineAnnealingWarmRestarts cawr(o, 5);
+  EXPECT_TRUE(throws_error([&] { cawr.step(-0.5); }, {"CosineAnnealingWarmRestarts.step", "epoch must be >= 0", "-0.5"}));
+  EXPECT_TRUE(throws_error([&] { CyclicLR(*adam, {0.01}, {0.1}); }, {"CyclicLR", "Adam has no momentum", "cycle_momentum = false"}));
+  EXPECT_TRUE(throws_error([&] { CyclicLR(o, {0.01}, {0.1}, {.step_size_up = 0}); }, {"CyclicLR", "step_size_up", "> 0"}));
+  EXPECT_TRUE(throws_error([&] { CyclicLR(o, {0.01}, {0.1}, {.step_size_down = -1}); }, {"CyclicLR", "step_size_down", ">= 0"}));
+  EXPECT_TRUE(throws_error([&] { CyclicLR(o, {0.1, 0.2, 0.3}, {1.0}); }, {"CyclicLR", "base_lr", "one per parameter group (2)", "got 3"}));
+  EXPECT_TRUE(throws_error([&] { CyclicLR(o, {0.01}, {0.1}, {.max_momentum = {0.9, 0.9, 0.9}}); }, {"CyclicLR", "max_momentum"}));
+
+  const auto step = [&](Optimizer& on) { return std::make_shared<StepLR>(on, 3); };
+  EXPECT_TRUE(throws_error([&] { SequentialLR(o, {step(o), step(o)}, {}); },
+                           {"SequentialLR", "one milestone fewer than schedulers", "2 schedulers and 0 milestones"}));
+  EXPECT_TRUE(throws_error([&] { SequentialLR(o, {step(o), step(*adam)}, {3}); }, {"SequentialLR", "scheduler 1", "different optimizer"}));
+  EXPECT_TRUE(throws_error([&] { SequentialLR(o, {step(o), std::make_shared<ReduceLROnPlateau>(o)}, {3}); },
+                           {"SequentialLR", "scheduler 1 cannot be a ReduceLROnPlateau"}));
+  EXPECT_TRUE(throws_error([&] { SequentialLR(o, {step(o), step(o)}, {0}); }, {"SequentialLR", "milestones", ">= 1", "got 0"}));
+  EXPECT_TRUE(throws_error([&] { SequentialLR(o, {step(o), step(o), step(o)}, {5, 3}); },
+                           {"SequentialLR", "milestones must be increasing", "got 3 after 5"}));
+  EXPECT_TRUE(throws_error([&] { SequentialLR(o, {step(o), nullptr}, {3}); }, {"SequentialLR", "scheduler 1 is null"}));
+  EXPECT_TRUE(throws_error([&] { SequentialLR(o, {}, {}); }, {"SequentialLR", "at least one"}));
+  EXPECT_TRUE(throws_error([&] { ChainedScheduler({}); }, {"ChainedScheduler", "at least one"}));
+  EXPECT_TRUE(throws_error([&] { ChainedScheduler({step(o), step(*adam)}); }, {"ChainedScheduler", "schedulers 0 and 1", "different optimizers"}));
+  EXPECT_TRUE(throws_error([&] { ChainedScheduler({step(o), std::make_shared<ReduceLROnPlateau>(o)}); },
+                           {"ChainedScheduler", "ReduceLROnPlateau", "step(metric)"}));
+  auto chained = std::make_unique<ChainedScheduler>(std::vector<std::shared_ptr<LRScheduler>>{step(o)});
+  EXPECT_TRUE(throws_error([&] { LinearWarmup(std::move(chained), 5); }, {"LinearWarmup", "cannot be a ChainedScheduler"}));
+}
+
 TEST(Scheduler, LoadStateDictNamesTheKey) {
   auto opt = make_optimizer("sgd");
   StepLR step(*opt, 3);
@@ -338,6 +430,10 @@ TEST(Scheduler, LoadStateDictNamesTheKey) {
   using test::throws_error;
   EXPECT_TRUE(throws_error([&] { step.load_state_dict(plateau.state_dict()); }, {"StepLR.load_state_dict", "missing", "scheduler.group.0.base_lr"}));
   EXPECT_TRUE(throws_error([&] { plateau.load_state_dict(step.state_dict()); }, {"ReduceLROnPlateau.load_state_dict", "missing", "scheduler.best"}));
+  CosineAnnealingWarmRestarts cawr(*opt, 4);
+  EXPECT_TRUE(throws_error([&] { cawr.load_state_dict(step.state_dict()); }, {"CosineAnnealingWarmRestarts.load_state_dict", "missing", "scheduler.T_cur"}));
+  SequentialLR seq(*opt, {std::make_shared<StepLR>(*opt, 3), std::make_shared<ExponentialLR>(*opt, 0.9)}, {4});
+  EXPECT_TRUE(throws_error([&] { seq.load_state_dict(step.state_dict()); }, {"StepLR.load_state_dict", "missing", "scheduler.schedulers.0.last_epoch"}));
   NamedTensors extra = step.state_dict();
   extra.emplace_back("scheduler.bogus", scalar_tensor(1.0));
   EXPECT_TRUE(throws_error([&] { step.load_state_dict(extra); }, {"unexpected key 'scheduler.bogus'"}));
