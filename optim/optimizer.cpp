@@ -265,26 +265,21 @@ std::vector<OptimizerParamGroup<O>> one_group(std::vector<Tensor> params) {
 SGD::SGD(std::vector<Tensor> params, const SGDOptions& options) : SGD(one_group<SGDOptions>(std::move(params)), options) {}
 SGD::SGD(std::vector<Group> groups, const SGDOptions& defaults)
     : TypedOptimizer("SGD", OptimizerOp::sgd, false, std::move(groups), defaults) {}
-SGD::SGD(std::vector<ParamGroup> groups) : TypedOptimizer("SGD", OptimizerOp::sgd, false, std::move(groups)) {}
 
 Adam::Adam(std::vector<Tensor> params, const AdamOptions& options)
     : Adam(one_group<AdamOptions>(std::move(params)), options) {}
 Adam::Adam(std::vector<Group> groups, const AdamOptions& defaults)
     : TypedOptimizer("Adam", OptimizerOp::adam, false, std::move(groups), defaults) {}
-Adam::Adam(std::vector<ParamGroup> groups) : TypedOptimizer("Adam", OptimizerOp::adam, false, std::move(groups)) {}
 
 AdamW::AdamW(std::vector<Tensor> params, const AdamWOptions& options)
     : AdamW(one_group<AdamWOptions>(std::move(params)), options) {}
 AdamW::AdamW(std::vector<Group> groups, const AdamWOptions& defaults)
     : TypedOptimizer("AdamW", OptimizerOp::adam, true, std::move(groups), defaults) {}
-AdamW::AdamW(std::vector<ParamGroup> groups) : TypedOptimizer("AdamW", OptimizerOp::adam, true, std::move(groups)) {}
 
 RMSprop::RMSprop(std::vector<Tensor> params, const RMSpropOptions& options)
     : RMSprop(one_group<RMSpropOptions>(std::move(params)), options) {}
 RMSprop::RMSprop(std::vector<Group> groups, const RMSpropOptions& defaults)
     : TypedOptimizer("RMSprop", OptimizerOp::rmsprop, false, std::move(groups), defaults) {}
-RMSprop::RMSprop(std::vector<ParamGroup> groups)
-    : TypedOptimizer("RMSprop", OptimizerOp::rmsprop, false, std::move(groups)) {}
 
 double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type) {
   NoGradGuard no_grad;

@@ -26,10 +26,12 @@
 // is what param_groups() holds, and a ParamGroup list still builds any optimizer, but Hyper's defaults
 // are nobody's in particular (weight_decay 0 also for AdamW; RMSprop's alpha is beta2, default 0.999):
 // set every field, or use the optimizer's own options.
+#include <concepts>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -133,7 +135,9 @@ void from_hyper(const Hyper& h, AdamOptions& o);
 void from_hyper(const Hyper& h, AdamWOptions& o);
 void from_hyper(const Hyper& h, RMSpropOptions& o);
 
-// What SGD, Adam, AdamW and RMSprop share: groups in the optimizer's own options type.
+// What SGD, Adam, AdamW and RMSprop share: groups in the optimizer's own options type. Each also takes
+// a std::vector<ParamGroup> (a variable or a function's result, not a braced list, which would be
+// ambiguous with the Group form: `{{params}, {.lr = 0.1}}` fits both) for compatibility.
 template <class O>
 class TypedOptimizer : public Optimizer {
  public:
@@ -169,7 +173,10 @@ class SGD : public TypedOptimizer<SGDOptions> {
   SGD(std::vector<Tensor> params, const SGDOptions& options = {});
   SGD(std::vector<Group> groups, const SGDOptions& defaults = {});
   // Compatibility: each group's complete Hyper (lr, weight_decay, momentum, dampening, nesterov, maximize).
-  explicit SGD(std::vector<ParamGroup> groups);
+  template <class V>
+    requires std::same_as<std::remove_cvref_t<V>, std::vector<ParamGroup>>
+  explicit SGD(V&& groups)
+      : TypedOptimizer("SGD", OptimizerOp::sgd, false, std::vector<ParamGroup>(std::forward<V>(groups))) {}
 };
 
 // Adam (L2 weight decay added to the gradient; AdamOptions).
@@ -178,7 +185,10 @@ class Adam : public TypedOptimizer<AdamOptions> {
   Adam(std::vector<Tensor> params, const AdamOptions& options = {});
   Adam(std::vector<Group> groups, const AdamOptions& defaults = {});
   // Compatibility: each group's complete Hyper (lr, weight_decay, beta1, beta2, eps, amsgrad, maximize).
-  explicit Adam(std::vector<ParamGroup> groups);
+  template <class V>
+    requires std::same_as<std::remove_cvref_t<V>, std::vector<ParamGroup>>
+  explicit Adam(V&& groups)
+      : TypedOptimizer("Adam", OptimizerOp::adam, false, std::vector<ParamGroup>(std::forward<V>(groups))) {}
 };
 
 // AdamW: decoupled weight decay (p ← p·(1 - lr·wd)); AdamWOptions, weight_decay 1e-2 by default.
@@ -187,7 +197,10 @@ class AdamW : public TypedOptimizer<AdamWOptions> {
   AdamW(std::vector<Tensor> params, const AdamWOptions& options = {});
   AdamW(std::vector<Group> groups, const AdamWOptions& defaults = {});
   // Compatibility: as Adam's. NOTE: Hyper's weight_decay defaults to 0, not AdamW's 1e-2.
-  explicit AdamW(std::vector<ParamGroup> groups);
+  template <class V>
+    requires std::same_as<std::remove_cvref_t<V>, std::vector<ParamGroup>>
+  explicit AdamW(V&& groups)
+      : TypedOptimizer("AdamW", OptimizerOp::adam, true, std::vector<ParamGroup>(std::forward<V>(groups))) {}
 };
 
 // RMSprop (RMSpropOptions: alpha 0.99, lr 1e-2 by default).
@@ -197,7 +210,10 @@ class RMSprop : public TypedOptimizer<RMSpropOptions> {
   RMSprop(std::vector<Group> groups, const RMSpropOptions& defaults = {});
   // Compatibility: each group's complete Hyper (lr, weight_decay, momentum, centered, eps, maximize, and
   // alpha as beta2; NOTE: Hyper's beta2 defaults to Adam's 0.999, not RMSprop's 0.99).
-  explicit RMSprop(std::vector<ParamGroup> groups);
+  template <class V>
+    requires std::same_as<std::remove_cvref_t<V>, std::vector<ParamGroup>>
+  explicit RMSprop(V&& groups)
+      : TypedOptimizer("RMSprop", OptimizerOp::rmsprop, false, std::vector<ParamGroup>(std::forward<V>(groups))) {}
 };
 
 // Scales all gradients so their joint norm is at most max_norm; returns the norm before clipping (as
