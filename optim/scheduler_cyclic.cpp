@@ -76,7 +76,7 @@ void CosineAnnealingWarmRestarts::advance(std::optional<double> epoch) {
     }
   }
   last_epoch_ = static_cast<int64_t>(std::floor(e));
-  apply(get_lr());
+  apply(CosineAnnealingWarmRestarts::get_lr());  // (also from the constructor: no virtual call)
 }
 
 std::vector<double> CosineAnnealingWarmRestarts::get_lr() {
