@@ -7,28 +7,31 @@
 #include "core/raw.h"
 
 namespace ember::optim {
-namespace {
 
-std::vector<ParamGroup> one_group(std::vector<Tensor> params, const Hyper& h) {
-  return {ParamGroup{std::move(params), h, h.lr}};
-}
-
-}  // namespace
+Optimizer::Optimizer(std::string name, OptimizerOp op, bool decoupled)
+    : name_(std::move(name)), op_(op), decoupled_(decoupled) {}
 
 Optimizer::Optimizer(std::string name, OptimizerOp op, bool decoupled, std::vector<ParamGroup> groups)
-    : name_(std::move(name)), op_(op), decoupled_(decoupled) {
+    : Optimizer(std::move(name), op, decoupled) {
   for (auto& g : groups) add_param_group(std::move(g.params), g.hyper);
 }
 
-void Optimizer::add_param_group(std::vector<Tensor> params, const Hyper& h) {
+void Optimizer::check_hyper(const Hyper& h) const {
   EMBER_CHECK(h.lr >= 0 && std::isfinite(h.lr), name(), ": invalid learning rate ", h.lr);
   EMBER_CHECK(h.weight_decay >= 0, name(), ": invalid weight_decay ", h.weight_decay);
   EMBER_CHECK(h.momentum >= 0, name(), ": invalid momentum ", h.momentum);
   EMBER_CHECK(h.eps >= 0, name(), ": invalid eps ", h.eps);
-  EMBER_CHECK(h.beta1 >= 0 && h.beta1 < 1 && h.beta2 >= 0 && h.beta2 < 1, name(), ": betas/alpha must be in [0, 1), got ",
-              h.beta1, " and ", h.beta2);
+  if (op_ == OptimizerOp::rmsprop)
+    EMBER_CHECK(h.beta2 >= 0 && h.beta2 < 1, name(), ": alpha must be in [0, 1), got ", h.beta2);
+  else
+    EMBER_CHECK(h.beta1 >= 0 && h.beta1 < 1 && h.beta2 >= 0 && h.beta2 < 1, name(), ": betas must be in [0, 1), got ",
+                h.beta1, " and ", h.beta2);
   EMBER_CHECK(!h.nesterov || (h.momentum > 0 && h.dampening == 0), name(),
               ": nesterov momentum needs momentum > 0 and dampening = 0");
+}
+
+void Optimizer::add_param_group(std::vector<Tensor> params, const Hyper& h) {
+  check_hyper(h);
   for (const Tensor& p : params) {
     EMBER_CHECK(p.defined() && is_floating(p.dtype()), name(), ": parameters must be floating tensors");
     EMBER_CHECK(p.is_leaf(), name(), ": can only optimize leaf tensors (parameters), not results of operations");
@@ -171,33 +174,112 @@ void Optimizer::load_state_dict(const NamedTensors& state) {
   state_ = std::move(restored);
 }
 
-SGD::SGD(std::vector<Tensor> params, const SGDOptions& o)
-    : Optimizer("SGD", OptimizerOp::sgd, false, one_group(std::move(params), Hyper{.lr = o.lr, .weight_decay = o.weight_decay,
-                                                                       .momentum = o.momentum, .dampening = o.dampening,
-                                                                       .nesterov = o.nesterov, .maximize = o.maximize})) {}
+// ---- options <-> Hyper ----
+// Fields an optimizer does not have stay at Hyper's (neutral) values.
 
-Adam::Adam(std::vector<Tensor> params, const AdamOptions& o)
-    : Optimizer("Adam", OptimizerOp::adam, false,
-                one_group(std::move(params), Hyper{.lr = o.lr, .weight_decay = o.weight_decay, .beta1 = o.beta1,
-                                                   .beta2 = o.beta2, .eps = o.eps, .amsgrad = o.amsgrad,
-                                                   .maximize = o.maximize})) {}
+Hyper to_hyper(const SGDOptions& o) {
+  return Hyper{.lr = o.lr, .weight_decay = o.weight_decay, .momentum = o.momentum, .dampening = o.dampening,
+               .nesterov = o.nesterov, .maximize = o.maximize};
+}
+Hyper to_hyper(const AdamOptions& o) {
+  return Hyper{.lr = o.lr, .weight_decay = o.weight_decay, .beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps,
+               .amsgrad = o.amsgrad, .maximize = o.maximize};
+}
+Hyper to_hyper(const AdamWOptions& o) {
+  return Hyper{.lr = o.lr, .weight_decay = o.weight_decay, .beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps,
+               .amsgrad = o.amsgrad, .maximize = o.maximize};
+}
+Hyper to_hyper(const RMSpropOptions& o) {
+  return Hyper{.lr = o.lr, .weight_decay = o.weight_decay, .momentum = o.momentum, .beta2 = o.alpha, .eps = o.eps,
+               .centered = o.centered, .maximize = o.maximize};
+}
+void from_hyper(const Hyper& h, SGDOptions& o) {
+  o = SGDOptions{.lr = h.lr, .momentum = h.momentum, .dampening = h.dampening, .weight_decay = h.weight_decay,
+                 .nesterov = h.nesterov, .maximize = h.maximize};
+}
+void from_hyper(const Hyper& h, AdamOptions& o) {
+  o = AdamOptions{.lr = h.lr, .beta1 = h.beta1, .beta2 = h.beta2, .eps = h.eps, .weight_decay = h.weight_decay,
+                  .amsgrad = h.amsgrad, .maximize = h.maximize};
+}
+void from_hyper(const Hyper& h, AdamWOptions& o) {
+  o = AdamWOptions{.lr = h.lr, .beta1 = h.beta1, .beta2 = h.beta2, .eps = h.eps, .weight_decay = h.weight_decay,
+                   .amsgrad = h.amsgrad, .maximize = h.maximize};
+}
+void from_hyper(const Hyper& h, RMSpropOptions& o) {
+  o = RMSpropOptions{.lr = h.lr, .alpha = h.beta2, .eps = h.eps, .weight_decay = h.weight_decay, .momentum = h.momentum,
+                     .centered = h.centered, .maximize = h.maximize};
+}
 
-AdamW::AdamW(std::vector<Tensor> params, const AdamWOptions& o)
-    : Optimizer("AdamW", OptimizerOp::adam, true,
-                one_group(std::move(params), Hyper{.lr = o.lr, .weight_decay = o.weight_decay, .beta1 = o.beta1,
-                                                   .beta2 = o.beta2, .eps = o.eps, .amsgrad = o.amsgrad,
-                                                   .maximize = o.maximize})) {}
+// ---- TypedOptimizer ----
 
-RMSprop::RMSprop(std::vector<Tensor> params, const RMSpropOptions& o)
-    : Optimizer("RMSprop", OptimizerOp::rmsprop, false,
-                one_group(std::move(params), Hyper{.lr = o.lr, .weight_decay = o.weight_decay, .momentum = o.momentum,
-                                                   .beta2 = o.alpha, .eps = o.eps, .centered = o.centered,
-                                                   .maximize = o.maximize})) {}
+template <class O>
+TypedOptimizer<O>::TypedOptimizer(std::string name, OptimizerOp op, bool decoupled, std::vector<Group> groups,
+                                  const O& defaults)
+    : Optimizer(std::move(name), op, decoupled), defaults_(defaults) {
+  for (Group& g : groups) add_param_group(std::move(g));
+}
 
-SGD::SGD(std::vector<ParamGroup> groups) : Optimizer("SGD", OptimizerOp::sgd, false, std::move(groups)) {}
-Adam::Adam(std::vector<ParamGroup> groups) : Optimizer("Adam", OptimizerOp::adam, false, std::move(groups)) {}
-AdamW::AdamW(std::vector<ParamGroup> groups) : Optimizer("AdamW", OptimizerOp::adam, true, std::move(groups)) {}
-RMSprop::RMSprop(std::vector<ParamGroup> groups) : Optimizer("RMSprop", OptimizerOp::rmsprop, false, std::move(groups)) {}
+template <class O>
+TypedOptimizer<O>::TypedOptimizer(std::string name, OptimizerOp op, bool decoupled, std::vector<ParamGroup> groups)
+    : Optimizer(std::move(name), op, decoupled, std::move(groups)) {}
+
+template <class O>
+void TypedOptimizer<O>::add_param_group(Group group) {
+  Optimizer::add_param_group(std::move(group.params), to_hyper(group.options.value_or(defaults_)));
+}
+
+template <class O>
+O TypedOptimizer<O>::options(size_t group) const {
+  EMBER_CHECK(group < param_groups().size(), name(), ".options: no parameter group ", group, " (there are ",
+              param_groups().size(), ")");
+  O o;
+  from_hyper(param_groups()[group].hyper, o);
+  return o;
+}
+
+template <class O>
+void TypedOptimizer<O>::set_options(size_t group, const O& options) {
+  EMBER_CHECK(group < param_groups().size(), name(), ".set_options: no parameter group ", group, " (there are ",
+              param_groups().size(), ")");
+  const Hyper h = to_hyper(options);
+  check_hyper(h);
+  param_groups()[group].hyper = h;
+}
+
+template class TypedOptimizer<SGDOptions>;
+template class TypedOptimizer<AdamOptions>;
+template class TypedOptimizer<AdamWOptions>;
+template class TypedOptimizer<RMSpropOptions>;
+
+// ---- the optimizers ----
+
+namespace {
+template <class O>
+std::vector<OptimizerParamGroup<O>> one_group(std::vector<Tensor> params) {
+  std::vector<OptimizerParamGroup<O>> groups;
+  groups.emplace_back(std::move(params));
+  return groups;
+}
+}  // namespace
+
+SGD::SGD(std::vector<Tensor> params, const SGDOptions& options) : SGD(one_group<SGDOptions>(std::move(params)), options) {}
+SGD::SGD(std::vector<Group> groups, const SGDOptions& defaults)
+    : TypedOptimizer("SGD", OptimizerOp::sgd, false, std::move(groups), defaults) {}
+
+Adam::Adam(std::vector<Tensor> params, const AdamOptions& options)
+    : Adam(one_group<AdamOptions>(std::move(params)), options) {}
+Adam::Adam(std::vector<Group> groups, const AdamOptions& defaults)
+    : TypedOptimizer("Adam", OptimizerOp::adam, false, std::move(groups), defaults) {}
+
+AdamW::AdamW(std::vector<Tensor> params, const AdamWOptions& options)
+    : AdamW(one_group<AdamWOptions>(std::move(params)), options) {}
+AdamW::AdamW(std::vector<Group> groups, const AdamWOptions& defaults)
+    : TypedOptimizer("AdamW", OptimizerOp::adam, true, std::move(groups), defaults) {}
+
+RMSprop::RMSprop(std::vector<Tensor> params, const RMSpropOptions& options)
+    : RMSprop(one_group<RMSpropOptions>(std::move(params)), options) {}
+RMSprop::RMSprop(std::vector<Group> groups, const RMSpropOptions& defaults)
+    : TypedOptimizer("RMSprop", OptimizerOp::rmsprop, false, std::move(groups), defaults) {}
 
 double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type) {
   NoGradGuard no_grad;

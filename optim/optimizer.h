@@ -6,25 +6,45 @@
 //   optim::Adam opt(model->parameters(), {.lr = 1e-3});
 //   opt.zero_grad(); loss.backward(); opt.step();
 //
-// Parameter groups (torch.optim's `[{"params": ..., "lr": ...}, ...]`): every constructor also takes a
-// list of ParamGroup, each with its own complete Hyper (nothing is inherited from the options structs):
+// Each optimizer has its own options type with torch.optim's defaults for it (optim/options.h:
+// SGDOptions, AdamOptions, AdamWOptions, RMSpropOptions), in designated or LibTorch builder form.
 //
-//   optim::AdamW opt(optim::weight_decay_groups(*model, optim::kAllNoDecay, {.lr = 1e-3, .weight_decay = 0.1}));
+// Parameter groups (torch.optim's `[{"params": ...}, {"params": ..., "lr": ...}]`) as LibTorch's
+// OptimizerParamGroup: each group has that optimizer's options, or none and takes the optimizer's
+// defaults (the options given to the constructor):
+//
+//   optim::AdamW opt({{decayed}, {no_decay, optim::AdamWOptions(3e-4).weight_decay(0)}},
+//                    optim::AdamWOptions(3e-4).weight_decay(0.1));
+//   optim::AdamW opt2(optim::weight_decay_groups(*model, optim::kAllNoDecay, optim::AdamWOptions(3e-4).weight_decay(0.1)));
 //   // (optim/param_groups.h: biases, norm parameters and embeddings in a group with weight_decay 0)
+//
+// NOTE: as LibTorch's, a group's options are complete: AdamWOptions(1e-2) in a group has AdamW's own
+// weight_decay 1e-2, not the constructor's. (torch.optim's Python dicts take each missing key from the
+// constructor instead.)
+//
+// The generic `Hyper`/`ParamGroup` spelling (one struct for every optimizer) stays for compatibility: it
+// is what param_groups() holds, and a ParamGroup list still builds any optimizer, but Hyper's defaults
+// are nobody's in particular (weight_decay 0 also for AdamW; RMSprop's alpha is beta2, default 0.999):
+// set every field, or use the optimizer's own options.
+#include <concepts>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "core/named_tensors.h"
 #include "core/tensor.h"
+#include "optim/options.h"
 
 namespace ember::optim {
 
 using ember::NamedTensors;
 
-// Hyperparameters of one group; every field applies to every optimizer that has it.
+// The hyper-parameters of one group as the optimizers run them (the union of every optimizer's fields).
+// Building groups from it is the compatibility path: its defaults are generic, not the optimizer's.
 struct Hyper {
   double lr = 1e-3;
   double weight_decay = 0;
@@ -43,6 +63,17 @@ struct ParamGroup {
   double initial_lr = 0;  // the lr the group started with (schedulers scale from it); set by the optimizer
 };
 
+// A parameter group with an optimizer's own options (LibTorch's OptimizerParamGroup). Without options
+// the group takes the optimizer's defaults.
+template <class Options>
+struct OptimizerParamGroup {
+  OptimizerParamGroup(std::vector<Tensor> params) : params(std::move(params)) {}  // NOLINT: {params} in a list
+  OptimizerParamGroup(std::vector<Tensor> params, const Options& options) : params(std::move(params)), options(options) {}
+
+  std::vector<Tensor> params;
+  std::optional<Options> options;
+};
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
@@ -54,9 +85,12 @@ class Optimizer {
   // Clears the gradients: to undefined (PyTorch's default) or to zeros.
   void zero_grad(bool set_to_none = true);
 
+  // Every group's current hyper-parameters (schedulers write hyper.lr), in the generic Hyper form; each
+  // optimizer's options(g) reads a group in its own type.
   std::vector<ParamGroup>& param_groups() { return groups_; }
   const std::vector<ParamGroup>& param_groups() const { return groups_; }
-  // Adds a group; fields it leaves at their defaults are not inherited: pass the full Hyper.
+  // Adds a group with a complete generic Hyper (compatibility; fields left at Hyper's defaults are not
+  // the optimizer's). Prefer the optimizer's add_param_group(Group).
   void add_param_group(std::vector<Tensor> params, const Hyper& hyper);
 
   // Everything a resumed run needs, as tensors (safetensors-ready): per parameter i "state.i.step" (i64)
@@ -69,9 +103,13 @@ class Optimizer {
 
  protected:
   // decoupled: AdamW's weight decay.
+  Optimizer(std::string name, OptimizerOp op, bool decoupled);
   Optimizer(std::string name, OptimizerOp op, bool decoupled, std::vector<ParamGroup> groups);
+  // Throws naming the optimizer and the field when a group's hyper-parameters are invalid.
+  void check_hyper(const Hyper& h) const;
 
  private:
+  friend class LRScheduler;
   struct State {
     int64_t step = 0;
     Tensor buffers[3];  // see Backend::optimizer_step for each optimizer's buffers
@@ -84,53 +122,98 @@ class Optimizer {
   bool decoupled_;
   std::vector<ParamGroup> groups_;
   std::map<size_t, State> state_;  // by the parameter's position across all groups
+  bool scheduled_ = false;         // an lr scheduler has been built on it (torch: groups have 'initial_lr')
 };
 
-// SGD with momentum, dampening, Nesterov and weight decay. PyTorch's defaults (lr 1e-3).
-struct SGDOptions {
-  double lr = 1e-3, momentum = 0, dampening = 0, weight_decay = 0;
-  bool nesterov = false, maximize = false;
-};
-class SGD : public Optimizer {
+// Conversions between an optimizer's options and the generic Hyper it runs with.
+Hyper to_hyper(const SGDOptions& o);
+Hyper to_hyper(const AdamOptions& o);
+Hyper to_hyper(const AdamWOptions& o);
+Hyper to_hyper(const RMSpropOptions& o);
+void from_hyper(const Hyper& h, SGDOptions& o);
+void from_hyper(const Hyper& h, AdamOptions& o);
+void from_hyper(const Hyper& h, AdamWOptions& o);
+void from_hyper(const Hyper& h, RMSpropOptions& o);
+
+// What SGD, Adam, AdamW and RMSprop share: groups in the optimizer's own options type. Each also takes
+// a std::vector<ParamGroup> (a variable or a function's result, not a braced list, which would be
+// ambiguous with the Group form: `{{params}, {.lr = 0.1}}` fits both) for compatibility.
+template <class O>
+class TypedOptimizer : public Optimizer {
  public:
-  SGD(std::vector<Tensor> params, const SGDOptions& o = {});
-  // One group per entry, each with its Hyper's lr, weight_decay, momentum, dampening, nesterov, maximize.
-  explicit SGD(std::vector<ParamGroup> groups);
+  using Options = O;
+  using Group = OptimizerParamGroup<O>;
+
+  // The options groups without their own take (the constructor's).
+  const O& defaults() const { return defaults_; }
+  // Group g's hyper-parameters now (lr as the scheduler left it). Throws when there is no group g.
+  O options(size_t group) const;
+  // Replaces group g's hyper-parameters, checked as a new group's; initial_lr stays.
+  void set_options(size_t group, const O& options);
+
+  using Optimizer::add_param_group;
+  // Adds a group: its own options, or the defaults.
+  void add_param_group(Group group);
+
+ protected:
+  TypedOptimizer(std::string name, OptimizerOp op, bool decoupled, std::vector<Group> groups, const O& defaults);
+  TypedOptimizer(std::string name, OptimizerOp op, bool decoupled, std::vector<ParamGroup> groups);
+
+ private:
+  O defaults_;
+};
+extern template class TypedOptimizer<SGDOptions>;
+extern template class TypedOptimizer<AdamOptions>;
+extern template class TypedOptimizer<AdamWOptions>;
+extern template class TypedOptimizer<RMSpropOptions>;
+
+// SGD with momentum, dampening, Nesterov and weight decay (SGDOptions).
+class SGD : public TypedOptimizer<SGDOptions> {
+ public:
+  SGD(std::vector<Tensor> params, const SGDOptions& options = {});
+  SGD(std::vector<Group> groups, const SGDOptions& defaults = {});
+  // Compatibility: each group's complete Hyper (lr, weight_decay, momentum, dampening, nesterov, maximize).
+  template <class V>
+    requires std::same_as<std::remove_cvref_t<V>, std::vector<ParamGroup>>
+  explicit SGD(V&& groups)
+      : TypedOptimizer("SGD", OptimizerOp::sgd, false, std::vector<ParamGroup>(std::forward<V>(groups))) {}
 };
 
-struct AdamOptions {
-  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0;
-  bool amsgrad = false, maximize = false;
-};
-// Adam (L2 weight decay added to the gradient).
-class Adam : public Optimizer {
+// Adam (L2 weight decay added to the gradient; AdamOptions).
+class Adam : public TypedOptimizer<AdamOptions> {
  public:
-  Adam(std::vector<Tensor> params, const AdamOptions& o = {});
-  // Each group's Hyper: lr, weight_decay, beta1, beta2, eps, amsgrad, maximize.
-  explicit Adam(std::vector<ParamGroup> groups);
-};
-// AdamW: decoupled weight decay (p ← p·(1 - lr·wd)); PyTorch's default weight_decay 1e-2.
-struct AdamWOptions {
-  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 1e-2;
-  bool amsgrad = false, maximize = false;
-};
-class AdamW : public Optimizer {
- public:
-  AdamW(std::vector<Tensor> params, const AdamWOptions& o = {});
-  // As Adam's; NOTE: Hyper's weight_decay defaults to 0, not AdamW's 1e-2: set it in each group.
-  explicit AdamW(std::vector<ParamGroup> groups);
+  Adam(std::vector<Tensor> params, const AdamOptions& options = {});
+  Adam(std::vector<Group> groups, const AdamOptions& defaults = {});
+  // Compatibility: each group's complete Hyper (lr, weight_decay, beta1, beta2, eps, amsgrad, maximize).
+  template <class V>
+    requires std::same_as<std::remove_cvref_t<V>, std::vector<ParamGroup>>
+  explicit Adam(V&& groups)
+      : TypedOptimizer("Adam", OptimizerOp::adam, false, std::vector<ParamGroup>(std::forward<V>(groups))) {}
 };
 
-struct RMSpropOptions {
-  double lr = 1e-2, alpha = 0.99, eps = 1e-8, weight_decay = 0, momentum = 0;
-  bool centered = false, maximize = false;
-};
-class RMSprop : public Optimizer {
+// AdamW: decoupled weight decay (p ← p·(1 - lr·wd)); AdamWOptions, weight_decay 1e-2 by default.
+class AdamW : public TypedOptimizer<AdamWOptions> {
  public:
-  RMSprop(std::vector<Tensor> params, const RMSpropOptions& o = {});
-  // Each group's Hyper: lr, weight_decay, momentum, centered, eps, maximize, and alpha as beta2 (Hyper's
-  // default beta2 is Adam's 0.999, not RMSprop's 0.99: set it).
-  explicit RMSprop(std::vector<ParamGroup> groups);
+  AdamW(std::vector<Tensor> params, const AdamWOptions& options = {});
+  AdamW(std::vector<Group> groups, const AdamWOptions& defaults = {});
+  // Compatibility: as Adam's. NOTE: Hyper's weight_decay defaults to 0, not AdamW's 1e-2.
+  template <class V>
+    requires std::same_as<std::remove_cvref_t<V>, std::vector<ParamGroup>>
+  explicit AdamW(V&& groups)
+      : TypedOptimizer("AdamW", OptimizerOp::adam, true, std::vector<ParamGroup>(std::forward<V>(groups))) {}
+};
+
+// RMSprop (RMSpropOptions: alpha 0.99, lr 1e-2 by default).
+class RMSprop : public TypedOptimizer<RMSpropOptions> {
+ public:
+  RMSprop(std::vector<Tensor> params, const RMSpropOptions& options = {});
+  RMSprop(std::vector<Group> groups, const RMSpropOptions& defaults = {});
+  // Compatibility: each group's complete Hyper (lr, weight_decay, momentum, centered, eps, maximize, and
+  // alpha as beta2; NOTE: Hyper's beta2 defaults to Adam's 0.999, not RMSprop's 0.99).
+  template <class V>
+    requires std::same_as<std::remove_cvref_t<V>, std::vector<ParamGroup>>
+  explicit RMSprop(V&& groups)
+      : TypedOptimizer("RMSprop", OptimizerOp::rmsprop, false, std::vector<ParamGroup>(std::forward<V>(groups))) {}
 };
 
 // Scales all gradients so their joint norm is at most max_norm; returns the norm before clipping (as

@@ -59,22 +59,28 @@ std::vector<ParamKind> param_kinds(const std::string& module_type, const std::st
   return kinds;
 }
 
-std::vector<ParamGroup> weight_decay_groups(const nn::Module& model, const std::vector<ParamKind>& no_decay,
-                                            const Hyper& hyper, std::vector<std::vector<std::string>>* names) {
+std::array<std::vector<Tensor>, 2> split_weight_decay(const nn::Module& model, const std::vector<ParamKind>& no_decay,
+                                                      std::vector<std::vector<std::string>>* names) {
   std::vector<Entry> entries;
   collect(model, "", entries);
-  Hyper without = hyper;
-  without.weight_decay = 0;
-  std::vector<ParamGroup> groups{ParamGroup{{}, hyper, hyper.lr}, ParamGroup{{}, without, hyper.lr}};
+  std::array<std::vector<Tensor>, 2> out;
   if (names) names->assign(2, {});
   for (const Entry& e : entries) {
     const bool exempt = std::any_of(e.kinds.begin(), e.kinds.end(), [&](ParamKind k) {
       return std::find(no_decay.begin(), no_decay.end(), k) != no_decay.end();
     });
-    groups[exempt ? 1 : 0].params.push_back(e.param);
+    out[exempt ? 1 : 0].push_back(e.param);
     if (names) (*names)[exempt ? 1 : 0].push_back(e.name);
   }
-  return groups;
+  return out;
+}
+
+std::vector<ParamGroup> weight_decay_groups(const nn::Module& model, const std::vector<ParamKind>& no_decay,
+                                            const Hyper& hyper, std::vector<std::vector<std::string>>* names) {
+  auto [decayed, rest] = split_weight_decay(model, no_decay, names);
+  Hyper without = hyper;
+  without.weight_decay = 0;
+  return {ParamGroup{std::move(decayed), hyper, hyper.lr}, ParamGroup{std::move(rest), without, hyper.lr}};
 }
 
 }  // namespace ember::optim

@@ -15,6 +15,17 @@ std::string group_key(const std::string& prefix, size_t g, const char* field) {
   return prefix + "group." + std::to_string(g) + "." + field;
 }
 
+// One lambda for every group, or one per group (PyTorch's message when the count is wrong).
+std::vector<LrLambda> lambdas_for(const char* who, const Optimizer& optimizer, std::vector<LrLambda> lambdas) {
+  const size_t n = optimizer.param_groups().size();
+  EMBER_CHECK(lambdas.size() == 1 || lambdas.size() == n, who, ": expected 1 or ", n,
+              " lr_lambdas (one per parameter group), but got ", lambdas.size());
+  for (size_t i = 0; i < lambdas.size(); ++i)
+    EMBER_CHECK(static_cast<bool>(lambdas[i]), who, ": lr_lambda ", i, " is empty; pass a callable epoch -> factor");
+  if (lambdas.size() != n) lambdas.assign(n, lambdas[0]);
+  return lambdas;
+}
+
 }  // namespace
 
 // ---- LRScheduler ----
@@ -22,9 +33,14 @@ std::string group_key(const std::string& prefix, size_t g, const char* field) {
 LRScheduler::LRScheduler(Optimizer& optimizer, std::string name)
     : optimizer_(optimizer), name_(std::move(name)), last_lr_(current_lrs()) {}
 
-void LRScheduler::initial_step() {
+void LRScheduler::take_base_lrs() {
   base_lrs_.clear();
   for (const ParamGroup& g : optimizer_.param_groups()) base_lrs_.push_back(g.initial_lr);
+  optimizer_.scheduled_ = true;
+}
+
+void LRScheduler::initial_step() {
+  take_base_lrs();
   last_epoch_ = -1;
   LRScheduler::step();
 }
@@ -193,6 +209,117 @@ std::vector<double> CosineAnnealingLR::closed_form_lr() {
   std::vector<double> lrs;
   const double e = static_cast<double>(last_epoch_), T = static_cast<double>(T_max_);
   for (double base : base_lrs_) lrs.push_back(eta_min_ + (base - eta_min_) * (1 + std::cos(kPi * e / T)) / 2);
+  return lrs;
+}
+
+// ---- LambdaLR, MultiplicativeLR ----
+
+LambdaLR::LambdaLR(Optimizer& optimizer, LrLambda lr_lambda)
+    : LambdaLR(optimizer, std::vector<LrLambda>{std::move(lr_lambda)}) {}
+
+LambdaLR::LambdaLR(Optimizer& optimizer, std::vector<LrLambda> lr_lambdas)
+    : LRScheduler(optimizer, "LambdaLR"), lambdas_(lambdas_for("LambdaLR", optimizer, std::move(lr_lambdas))) {
+  initial_step();
+}
+
+std::vector<double> LambdaLR::get_lr() {
+  std::vector<double> lrs;
+  for (size_t g = 0; g < base_lrs_.size(); ++g) lrs.push_back(base_lrs_[g] * lambdas_[g](last_epoch_));
+  return lrs;
+}
+
+MultiplicativeLR::MultiplicativeLR(Optimizer& optimizer, LrLambda lr_lambda)
+    : MultiplicativeLR(optimizer, std::vector<LrLambda>{std::move(lr_lambda)}) {}
+
+MultiplicativeLR::MultiplicativeLR(Optimizer& optimizer, std::vector<LrLambda> lr_lambdas)
+    : LRScheduler(optimizer, "MultiplicativeLR"),
+      lambdas_(lambdas_for("MultiplicativeLR", optimizer, std::move(lr_lambdas))) {
+  initial_step();
+}
+
+std::vector<double> MultiplicativeLR::get_lr() {
+  std::vector<double> lrs = current_lrs();
+  if (last_epoch_ > 0)
+    for (size_t g = 0; g < lrs.size(); ++g) lrs[g] = lrs[g] * lambdas_[g](last_epoch_);
+  return lrs;
+}
+
+// ---- ConstantLR, LinearLR, PolynomialLR ----
+
+ConstantLR::ConstantLR(Optimizer& optimizer, double factor, int64_t total_iters)
+    : LRScheduler(optimizer, "ConstantLR"), factor_(factor), total_iters_(total_iters) {
+  EMBER_CHECK(factor >= 0 && factor <= 1, "ConstantLR: factor must be in [0, 1], got ", factor);
+  EMBER_CHECK(total_iters >= 0, "ConstantLR: total_iters must be >= 0, got ", total_iters);
+  initial_step();
+}
+
+std::vector<double> ConstantLR::get_lr() {
+  std::vector<double> lrs = current_lrs();
+  if (last_epoch_ == 0) {
+    for (double& lr : lrs) lr = lr * factor_;
+  } else if (last_epoch_ == total_iters_) {
+    EMBER_CHECK(factor_ != 0, "ConstantLR: cannot restore the lr at total_iters = ", total_iters_,
+                " after scaling it by factor 0 (PyTorch divides by zero here too); use a factor > 0");
+    for (double& lr : lrs) lr = lr * (1.0 / factor_);
+  }
+  return lrs;
+}
+
+std::vector<double> ConstantLR::closed_form_lr() {
+  const double after = last_epoch_ >= total_iters_ ? 1.0 : 0.0;  // Python's bool·float
+  std::vector<double> lrs;
+  for (double base : base_lrs_) lrs.push_back(base * (factor_ + after * (1 - factor_)));
+  return lrs;
+}
+
+LinearLR::LinearLR(Optimizer& optimizer, double start_factor, double end_factor, int64_t total_iters)
+    : LRScheduler(optimizer, "LinearLR"), start_factor_(start_factor), end_factor_(end_factor), total_iters_(total_iters) {
+  EMBER_CHECK(start_factor > 0 && start_factor <= 1, "LinearLR: start_factor must be in (0, 1], got ", start_factor);
+  EMBER_CHECK(end_factor >= 0 && end_factor <= 1, "LinearLR: end_factor must be in [0, 1], got ", end_factor);
+  EMBER_CHECK(total_iters >= 1, "LinearLR: total_iters must be >= 1, got ", total_iters);
+  initial_step();
+}
+
+std::vector<double> LinearLR::get_lr() {
+  std::vector<double> lrs = current_lrs();
+  const double sf = start_factor_, ef = end_factor_;
+  if (last_epoch_ == 0) {
+    for (double& lr : lrs) lr = lr * sf;
+  } else if (last_epoch_ <= total_iters_) {
+    const double ratio =
+        1. + (ef - sf) / (static_cast<double>(total_iters_) * sf + static_cast<double>(last_epoch_ - 1) * (ef - sf));
+    for (double& lr : lrs) lr = lr * ratio;
+  }
+  return lrs;
+}
+
+std::vector<double> LinearLR::closed_form_lr() {
+  const double t = static_cast<double>(std::min(total_iters_, last_epoch_)), T = static_cast<double>(total_iters_);
+  std::vector<double> lrs;
+  for (double base : base_lrs_) lrs.push_back(base * (start_factor_ + (end_factor_ - start_factor_) * t / T));
+  return lrs;
+}
+
+PolynomialLR::PolynomialLR(Optimizer& optimizer, int64_t total_iters, double power)
+    : LRScheduler(optimizer, "PolynomialLR"), total_iters_(total_iters), power_(power) {
+  EMBER_CHECK(total_iters >= 1, "PolynomialLR: total_iters must be >= 1, got ", total_iters);
+  EMBER_CHECK(power >= 0, "PolynomialLR: power must be >= 0, got ", power);
+  initial_step();
+}
+
+std::vector<double> PolynomialLR::get_lr() {
+  std::vector<double> lrs = current_lrs();
+  if (last_epoch_ == 0 || last_epoch_ > total_iters_) return lrs;
+  const double e = static_cast<double>(last_epoch_), T = static_cast<double>(total_iters_);
+  const double decay = std::pow((1.0 - e / T) / (1.0 - (e - 1) / T), power_);
+  for (double& lr : lrs) lr = lr * decay;
+  return lrs;
+}
+
+std::vector<double> PolynomialLR::closed_form_lr() {
+  const double t = static_cast<double>(std::min(total_iters_, last_epoch_)), T = static_cast<double>(total_iters_);
+  std::vector<double> lrs;
+  for (double base : base_lrs_) lrs.push_back(base * std::pow(1.0 - t / T, power_));
   return lrs;
 }
 

@@ -13,8 +13,15 @@
 // in between is not the base here). The recursive ("chainable") schedulers scale the group's current lr,
 // as PyTorch's do, so changes made outside the scheduler carry on.
 // Invalid arguments throw ember::Error naming the scheduler, the argument and the allowed range.
+//
+// The schedulers: StepLR, MultiStepLR, ExponentialLR, CosineAnnealingLR, LambdaLR, MultiplicativeLR,
+// ConstantLR, LinearLR, PolynomialLR, CosineAnnealingWarmRestarts, CyclicLR, OneCycleLR (per batch),
+// SequentialLR and ChainedScheduler (of others), LinearWarmup (SequentialLR of a LinearLR and one
+// other), ReduceLROnPlateau (on a metric).
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +44,9 @@ class LRScheduler {
   int64_t last_epoch() const { return last_epoch_; }
   Optimizer& optimizer() const { return optimizer_; }
   const std::string& name() const { return name_; }
+  // Whether SequentialLR (and LinearWarmup) can hand over to it at a milestone, restarting it at epoch 0:
+  // not ReduceLROnPlateau (it steps on a metric) nor a scheduler of schedulers.
+  virtual bool can_restart() const { return true; }
 
   // Everything a resumed run needs, as 0-d tensors (safetensors-ready), keys prefixed "scheduler.":
   // "scheduler.last_epoch" (i64), per group g "scheduler.group.g.base_lr" and ".last_lr" (f64), and each
@@ -53,12 +63,17 @@ class LRScheduler {
   // PyTorch's _initial_step: takes the base lrs from the groups and steps to epoch 0. Derived
   // constructors call it last (virtual calls do not reach them from the base constructor).
   void initial_step();
+  // Its first half: base_lrs_ from the groups' initial_lr, and the optimizer marked as scheduled.
+  void take_base_lrs();
   // The lrs for last_epoch_ (PyTorch's get_lr): the recursive form, from the groups' current lr.
   virtual std::vector<double> get_lr() = 0;
   // The closed form for last_epoch_ where PyTorch has one (_get_closed_form_lr), else get_lr().
   virtual std::vector<double> closed_form_lr() { return get_lr(); }
   // PyTorch's step(epoch): jumps to `epoch` through the closed form (SequentialLR does this at milestones).
-  void step_to(int64_t epoch);
+  virtual void step_to(int64_t epoch);
+  // Whether an lr scheduler was built on the optimizer before this one (torch: its groups already have
+  // 'initial_lr', which a later scheduler keeps).
+  bool optimizer_was_scheduled() const { return optimizer_.scheduled_; }
   // Every group's lr now (PyTorch's [group['lr'] for group in param_groups]).
   std::vector<double> current_lrs() const;
   // Sets every group's lr and last_lr_.
@@ -78,7 +93,13 @@ class LRScheduler {
   std::vector<double> base_lrs_, last_lr_;
 
   friend class LinearWarmup;
+  friend class SequentialLR;
+  friend class ChainedScheduler;
 };
+
+// A factor of the epoch (last_epoch()), for LambdaLR and MultiplicativeLR: e.g. [](int64_t e) { return
+// std::pow(0.95, e); } (Python's `lambda e: 0.95 ** e`).
+using LrLambda = std::function<double(int64_t epoch)>;
 
 // lr = lr·gamma every step_size steps (base_lr·gamma^⌊epoch/step_size⌋). torch StepLR.
 // Throws when step_size < 1 or gamma <= 0.
@@ -139,6 +160,201 @@ class CosineAnnealingLR : public LRScheduler {
   double eta_min_;
 };
 
+// lr = base_lr·lr_lambda(epoch), one lambda for every group or one per group. torch LambdaLR. The
+// lambdas are not part of state_dict (as PyTorch saves none of a plain function's): build the scheduler
+// with the same ones before loading. Throws when a lambda is empty or their count is not 1 or the
+// number of groups.
+class LambdaLR : public LRScheduler {
+ public:
+  LambdaLR(Optimizer& optimizer, LrLambda lr_lambda);
+  LambdaLR(Optimizer& optimizer, std::vector<LrLambda> lr_lambdas);
+
+ protected:
+  std::vector<double> get_lr() override;
+
+ private:
+  std::vector<LrLambda> lambdas_;
+};
+
+// lr = lr·lr_lambda(epoch) at each step after the first (recursive: changes made outside carry on).
+// torch MultiplicativeLR. Lambdas as LambdaLR's.
+class MultiplicativeLR : public LRScheduler {
+ public:
+  MultiplicativeLR(Optimizer& optimizer, LrLambda lr_lambda);
+  MultiplicativeLR(Optimizer& optimizer, std::vector<LrLambda> lr_lambdas);
+
+ protected:
+  std::vector<double> get_lr() override;
+
+ private:
+  std::vector<LrLambda> lambdas_;
+};
+
+// lr = base_lr·factor until epoch total_iters, then base_lr (recursive: lr·factor at epoch 0 and
+// lr/factor at total_iters). torch ConstantLR. Throws when factor is outside [0, 1] or total_iters < 0,
+// and (as PyTorch, which divides by zero there) at step total_iters when factor is 0.
+class ConstantLR : public LRScheduler {
+ public:
+  ConstantLR(Optimizer& optimizer, double factor = 1.0 / 3, int64_t total_iters = 5);
+
+ protected:
+  std::vector<double> get_lr() override;
+  std::vector<double> closed_form_lr() override;
+
+ private:
+  double factor_;
+  int64_t total_iters_;
+};
+
+// The factor goes linearly from start_factor (epoch 0) to end_factor (epoch total_iters), then stays:
+// lr = base_lr·(start + (end - start)·min(epoch, total_iters)/total_iters), computed recursively as
+// PyTorch does. torch LinearLR. Throws when start_factor is outside (0, 1] (PyTorch 1.13 takes 0 and
+// then divides by zero at the first step), end_factor outside [0, 1], or total_iters < 1.
+class LinearLR : public LRScheduler {
+ public:
+  LinearLR(Optimizer& optimizer, double start_factor = 1.0 / 3, double end_factor = 1.0, int64_t total_iters = 5);
+
+ protected:
+  std::vector<double> get_lr() override;
+  std::vector<double> closed_form_lr() override;
+
+ private:
+  double start_factor_, end_factor_;
+  int64_t total_iters_;
+};
+
+// lr = base_lr·(1 - min(epoch, total_iters)/total_iters)^power (0 from total_iters on), recursively as
+// PyTorch: lr·((1 - t/T)/(1 - (t-1)/T))^power. torch PolynomialLR. Throws when total_iters < 1 or
+// power < 0.
+class PolynomialLR : public LRScheduler {
+ public:
+  PolynomialLR(Optimizer& optimizer, int64_t total_iters = 5, double power = 1.0);
+
+ protected:
+  std::vector<double> get_lr() override;
+  std::vector<double> closed_form_lr() override;
+
+ private:
+  int64_t total_iters_;
+  double power_;
+};
+
+// SGDR (torch CosineAnnealingWarmRestarts): lr = eta_min + (base_lr - eta_min)·(1 + cos(π·T_cur/T_i))/2,
+// where T_cur counts the epochs since the last restart and the period T_i starts at T_0 and is
+// multiplied by T_mult at each restart. step() advances one epoch; step(epoch) sets a fractional epoch
+// (e.g. epoch + batch/batches_per_epoch, PyTorch's per-batch use) and the restarts it implies.
+// last_epoch() is the epoch's floor. Throws when T_0 < 1, T_mult < 1, eta_min < 0 or epoch < 0.
+// state_dict adds "scheduler.T_cur" (f64) and "scheduler.T_i" (i64).
+class CosineAnnealingWarmRestarts : public LRScheduler {
+ public:
+  CosineAnnealingWarmRestarts(Optimizer& optimizer, int64_t T_0, int64_t T_mult = 1, double eta_min = 0);
+  void step() override;
+  void step(double epoch);
+  double T_cur() const { return T_cur_; }
+  int64_t T_i() const { return T_i_; }
+
+ protected:
+  std::vector<double> get_lr() override;
+  void step_to(int64_t epoch) override;
+  void save_state(const std::string& prefix, NamedTensors& out) const override;
+  void load_state(const std::string& prefix, KeyMap& given) override;
+
+ private:
+  void advance(std::optional<double> epoch);
+  int64_t T_0_, T_mult_;
+  double eta_min_;
+  double T_cur_;
+  int64_t T_i_;
+};
+
+enum class CyclicMode { triangular, triangular2, exp_range };
+enum class CyclicScaleMode { cycle, iterations };
+
+struct CyclicOptions {
+  double step_size_up = 2000;               // steps from base_lr up to max_lr, > 0 (need not be whole)
+  std::optional<double> step_size_down = std::nullopt;  // steps back down, >= 0; unset: step_size_up
+  CyclicMode mode = CyclicMode::triangular; // amplitude per cycle: constant, halved each cycle, gamma^step
+  double gamma = 1.0;                       // exp_range's factor per step
+  // A scale function of the cycle (1-based) or of the step, replacing `mode`'s, and what it takes.
+  std::function<double(int64_t)> scale_fn = nullptr;
+  CyclicScaleMode scale_mode = CyclicScaleMode::cycle;
+  bool cycle_momentum = true;               // SGD and RMSprop: momentum moves inversely to the lr
+  std::vector<double> base_momentum = {0.8}, max_momentum = {0.9};  // one, or one per group
+};
+// The cyclical learning rate policy (torch CyclicLR): the lr goes linearly between base_lr and max_lr
+// (one value or one per group) and back, each half cycle taking step_size_up / step_size_down steps,
+// the amplitude scaled by `mode` (triangular: 1; triangular2: 1/2^(cycle-1); exp_range: gamma^step) or
+// scale_fn. Meant to be stepped per batch. Sets each group's lr to base_lr (and, if no scheduler was
+// built on the optimizer before, its initial_lr, as PyTorch's setdefault does). With cycle_momentum
+// (the default, as PyTorch's) the group's momentum goes from max_momentum at base_lr to base_momentum at
+// max_lr; Adam and AdamW have no momentum field (as in PyTorch 1.13, which refuses them too): pass
+// cycle_momentum = false there. state_dict adds each group's momentum with cycle_momentum. Throws when
+// step_size_up <= 0, step_size_down < 0, or a per-group list has the wrong length.
+class CyclicLR : public LRScheduler {
+ public:
+  CyclicLR(Optimizer& optimizer, const std::vector<double>& base_lr, const std::vector<double>& max_lr,
+           const CyclicOptions& o = {});
+
+ protected:
+  std::vector<double> get_lr() override;
+  void save_state(const std::string& prefix, NamedTensors& out) const override;
+  void load_state(const std::string& prefix, KeyMap& given) override;
+
+ private:
+  double scale(int64_t cycle) const;
+  CyclicOptions o_;
+  std::vector<double> max_lrs_, base_momentums_, max_momentums_;
+  double total_size_, step_ratio_;
+};
+
+// Schedulers in turn (torch SequentialLR): schedulers[0] until milestones[0], then schedulers[1] (which
+// restarts at its epoch 0 on that step) until milestones[1], and so on. Build every scheduler on
+// `optimizer`, in order, inside the braces (a braced list is evaluated left to right), e.g.
+//   optim::SequentialLR s(opt, {std::make_shared<optim::LinearLR>(opt, 0.1, 1.0, 5),
+//                               std::make_shared<optim::CosineAnnealingLR>(opt, 95)}, {5});
+// As PyTorch's constructor it resets every group's lr to initial_lr, undoes each scheduler's initial
+// step and redoes the first's. Throws when the milestones are not one fewer than the schedulers, not
+// increasing from >= 1, or a scheduler is null, on another optimizer, or one that cannot restart at
+// epoch 0 (ReduceLROnPlateau, SequentialLR, ChainedScheduler, LinearWarmup). state_dict holds each
+// scheduler's state under "scheduler.schedulers.i.".
+class SequentialLR : public LRScheduler {
+ public:
+  SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers, std::vector<int64_t> milestones);
+  void step() override;
+  bool can_restart() const override { return false; }
+  const std::vector<std::shared_ptr<LRScheduler>>& schedulers() const { return schedulers_; }
+
+ protected:
+  std::vector<double> get_lr() override;
+  void save_state(const std::string& prefix, NamedTensors& out) const override;
+  void load_state(const std::string& prefix, KeyMap& given) override;
+
+ private:
+  std::vector<std::shared_ptr<LRScheduler>> schedulers_;
+  std::vector<int64_t> milestones_;
+};
+
+// Steps every scheduler in order at each step (torch ChainedScheduler): recursive schedulers compose
+// (ConstantLR(0.1, 2) with ExponentialLR(0.9): 0.1·0.9^t·lr for t < 2, then 0.9^t·lr). No initial step of
+// its own: each scheduler made its own when built (in order: build them inside the braces). last_epoch()
+// counts its steps. Throws when the list is empty, holds a null, a ReduceLROnPlateau, or schedulers of
+// different optimizers. state_dict holds each one's state under "scheduler.schedulers.i.".
+class ChainedScheduler : public LRScheduler {
+ public:
+  explicit ChainedScheduler(std::vector<std::shared_ptr<LRScheduler>> schedulers);
+  void step() override;
+  bool can_restart() const override { return false; }
+  const std::vector<std::shared_ptr<LRScheduler>>& schedulers() const { return schedulers_; }
+
+ protected:
+  std::vector<double> get_lr() override;
+  void save_state(const std::string& prefix, NamedTensors& out) const override;
+  void load_state(const std::string& prefix, KeyMap& given) override;
+
+ private:
+  std::vector<std::shared_ptr<LRScheduler>> schedulers_;
+};
+
 enum class Anneal { cos, linear };
 
 struct OneCycleOptions {
@@ -178,12 +394,14 @@ class OneCycleLR : public LRScheduler {
 // after], milestones=[warmup_steps])): the lr starts at initial_lr·start_factor, rises linearly to
 // initial_lr at step warmup_steps, where `after` restarts from its epoch 0 and runs on. `after` must be
 // built on the same optimizer just before (its initial step is undone here, as SequentialLR does).
-// Throws when warmup_steps < 1, start_factor is outside (0, 1], or `after` is a ReduceLROnPlateau or
-// another LinearWarmup. state_dict holds `after`'s state under "scheduler.after.".
+// Throws when warmup_steps < 1, start_factor is outside (0, 1], or `after` cannot restart at epoch 0
+// (ReduceLROnPlateau, LinearWarmup, SequentialLR, ChainedScheduler). state_dict holds `after`'s state
+// under "scheduler.after.". SequentialLR with LinearLR is the general form.
 class LinearWarmup : public LRScheduler {
  public:
   LinearWarmup(std::unique_ptr<LRScheduler> after, int64_t warmup_steps, double start_factor = 1.0 / 3);
   void step() override;
+  bool can_restart() const override { return false; }
   LRScheduler& after() const { return *after_; }
 
  protected:
@@ -219,6 +437,7 @@ class ReduceLROnPlateau : public LRScheduler {
   void step(double metric);
   // Throws: this scheduler needs the metric.
   void step() override;
+  bool can_restart() const override { return false; }
   double best() const { return best_; }
 
  protected:

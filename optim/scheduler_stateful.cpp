@@ -110,10 +110,9 @@ void OneCycleLR::load_state(const std::string& prefix, KeyMap& given) {
 namespace {
 Optimizer& optimizer_of(const std::unique_ptr<LRScheduler>& after) {
   EMBER_CHECK(after != nullptr, "LinearWarmup: `after` must be a scheduler, got null");
-  EMBER_CHECK(dynamic_cast<const ReduceLROnPlateau*>(after.get()) == nullptr &&
-                  dynamic_cast<const LinearWarmup*>(after.get()) == nullptr,
-              "LinearWarmup: `after` cannot be a ", after->name(),
-              " (it must be a scheduler that steps by epoch: StepLR, MultiStepLR, ExponentialLR, CosineAnnealingLR, OneCycleLR)");
+  EMBER_CHECK(after->can_restart(), "LinearWarmup: `after` cannot be a ", after->name(),
+              " (it must be a scheduler that steps by epoch and restarts at epoch 0: not ReduceLROnPlateau, "
+              "LinearWarmup, SequentialLR or ChainedScheduler)");
   return after->optimizer();
 }
 }  // namespace

@@ -1,11 +1,12 @@
-// LR schedulers against PyTorch 1.13: every configuration's lr sequence (and OneCycleLR's momentum) over
-// 35 steps on two parameter groups equals tests/data/scheduler_golden.safetensors (made by
-// tools/make_scheduler_golden.py) to 1e-12 relative; a state_dict round trip through a safetensors file
-// continues exactly; invalid arguments throw naming the scheduler, the argument and the range.
+// LR schedulers against PyTorch 1.13: every configuration's lr sequence (and the momentum OneCycleLR and
+// CyclicLR cycle) over 35 steps on two parameter groups equals tests/data/scheduler_golden.safetensors
+// (made by tools/make_scheduler_golden.py) bit for bit; a state_dict round trip through a safetensors
+// file continues exactly; invalid arguments throw naming the scheduler, the argument and the range.
 #include <gtest/gtest.h>
 
 #include <ember/ember.h>
 
+#include <cmath>
 #include <functional>
 #include <memory>
 
@@ -24,6 +25,7 @@ std::unique_ptr<Optimizer> make_optimizer(const std::string& kind) {
   std::unique_ptr<Optimizer> opt;
   if (kind == "sgd") opt = std::make_unique<SGD>(first, SGDOptions{.lr = 0.1, .momentum = 0.9});
   else if (kind == "adam") opt = std::make_unique<Adam>(first, AdamOptions{.lr = 0.1});
+  else if (kind == "rmsprop") opt = std::make_unique<RMSprop>(first, RMSpropOptions{.lr = 0.1, .momentum = 0.5});
   else opt = std::make_unique<AdamW>(first, AdamWOptions{.lr = 0.1});
   Hyper h = opt->param_groups()[0].hyper;
   h.lr = 0.01;
@@ -44,6 +46,12 @@ template <typename S, typename... Args>
 Make warmup(int64_t steps, double factor, Args... args) {
   return [=](Optimizer& o) { return std::make_unique<LinearWarmup>(std::make_unique<S>(o, args...), steps, factor); };
 }
+
+using Ptr = std::shared_ptr<LRScheduler>;
+std::unique_ptr<LRScheduler> sequential(Optimizer& o, std::vector<Ptr> schedulers, std::vector<int64_t> milestones) {
+  return std::make_unique<SequentialLR>(o, std::move(schedulers), std::move(milestones));
+}
+std::unique_ptr<LRScheduler> chained(std::vector<Ptr> schedulers) { return std::make_unique<ChainedScheduler>(std::move(schedulers)); }
 
 // The configurations of tools/make_scheduler_golden.py.
 const std::vector<Config>& configs() {
@@ -82,6 +90,91 @@ const std::vector<Config>& configs() {
       {"plateau_max_rel", "sgd",
        make<ReduceLROnPlateau>(PlateauOptions{.mode = PlateauMode::max, .factor = 0.7, .patience = 0, .threshold = 0.02,
                                               .cooldown = 1, .eps = 1e-3})},
+      // issue 30: the rest of torch.optim.lr_scheduler (the script's lambdas, in C++)
+      {"lambda_a", "sgd", make<LambdaLR>(LrLambda([](int64_t e) { return std::pow(0.95, static_cast<double>(e)); }))},
+      {"lambda_b", "adam",
+       make<LambdaLR>(std::vector<LrLambda>{[](int64_t e) { return 1.0 / static_cast<double>(1 + e); },
+                                            [](int64_t e) { return static_cast<double>(e / 3) * 0.5 + 1; }})},
+      {"mult_a", "sgd", make<MultiplicativeLR>(LrLambda([](int64_t) { return 0.9; }))},
+      {"mult_b", "adam",
+       make<MultiplicativeLR>(std::vector<LrLambda>{[](int64_t) { return 0.97; },
+                                                    [](int64_t e) { return 1.0 + 0.01 * static_cast<double>(e); }})},
+      {"constant_a", "sgd", make<ConstantLR>()},
+      {"constant_b", "adam", make<ConstantLR>(0.5, int64_t{8})},
+      {"constant_c", "sgd", make<ConstantLR>(0.7, int64_t{0})},
+      {"linear_a", "sgd", make<LinearLR>()},
+      {"linear_b", "adam", make<LinearLR>(0.1, 0.9, int64_t{12})},
+      {"linear_c", "sgd", make<LinearLR>(1.0, 0.0, int64_t{20})},
+      {"poly_a", "sgd", make<PolynomialLR>()},
+      {"poly_b", "adam", make<PolynomialLR>(int64_t{20}, 2.0)},
+      {"poly_c", "sgd", make<PolynomialLR>(int64_t{30}, 0.5)},
+      {"cawr_a", "sgd", make<CosineAnnealingWarmRestarts>(int64_t{10})},
+      {"cawr_b", "adam", make<CosineAnnealingWarmRestarts>(int64_t{3}, int64_t{2}, 1e-3)},
+      {"cawr_epochs_a", "sgd", make<CosineAnnealingWarmRestarts>(int64_t{4}, int64_t{2}, 1e-4)},
+      {"cawr_epochs_b", "sgd", make<CosineAnnealingWarmRestarts>(int64_t{3}, int64_t{1}, 2e-3)},
+      {"cyclic_tri", "sgd", make<CyclicLR>(V{0.01}, V{0.1}, CyclicOptions{.step_size_up = 4})},
+      {"cyclic_tri2", "sgd",
+       make<CyclicLR>(V{0.01, 0.001}, V{0.1, 0.01},
+                      CyclicOptions{.step_size_up = 3, .step_size_down = 5, .mode = CyclicMode::triangular2})},
+      {"cyclic_exp", "adam",
+       make<CyclicLR>(V{0.001}, V{0.05},
+                      CyclicOptions{.step_size_up = 2.5, .mode = CyclicMode::exp_range, .gamma = 0.97, .cycle_momentum = false})},
+      {"cyclic_rms", "rmsprop",
+       make<CyclicLR>(V{0.002}, V{0.02},
+                      CyclicOptions{.step_size_up = 6, .step_size_down = 2, .base_momentum = {0.5}, .max_momentum = {0.7, 0.6}})},
+      {"cyclic_fn_cycle", "sgd",
+       make<CyclicLR>(V{0.01}, V{0.1},
+                      CyclicOptions{.step_size_up = 2, .step_size_down = 3,
+                                    .scale_fn = [](int64_t x) { return 1.0 / static_cast<double>(x); }})},
+      {"cyclic_fn_iter", "sgd",
+       make<CyclicLR>(V{0.01}, V{0.1},
+                      CyclicOptions{.step_size_up = 5,
+                                    .scale_fn = [](int64_t x) { return std::pow(0.99, static_cast<double>(x)); },
+                                    .scale_mode = CyclicScaleMode::iterations,
+                                    .cycle_momentum = false})},
+      {"seq_const_exp", "sgd",
+       [](Optimizer& o) { return sequential(o, {std::make_shared<ConstantLR>(o, 0.5, 3), std::make_shared<ExponentialLR>(o, 0.9)}, {3}); }},
+      {"seq_linear_cos_step", "adam",
+       [](Optimizer& o) {
+         return sequential(o, {std::make_shared<LinearLR>(o, 0.1, 1.0, 4), std::make_shared<CosineAnnealingLR>(o, 10),
+                               std::make_shared<StepLR>(o, 3, 0.5)}, {4, 14});
+       }},
+      {"seq_lambda_poly", "sgd",
+       [](Optimizer& o) {
+         return sequential(o, {std::make_shared<LambdaLR>(o, [](int64_t e) { return 1.0 + static_cast<double>(e); }),
+                               std::make_shared<PolynomialLR>(o, 10, 2.0)}, {5});
+       }},
+      {"seq_mult_cawr", "sgd",
+       [](Optimizer& o) {
+         return sequential(o, {std::make_shared<MultiplicativeLR>(o, [](int64_t) { return 0.8; }),
+                               std::make_shared<CosineAnnealingWarmRestarts>(o, 4, 2)}, {6});
+       }},
+      {"seq_cyclic_first", "sgd",
+       [](Optimizer& o) {
+         return sequential(o, {std::make_shared<CyclicLR>(o, V{0.01}, V{0.1}, CyclicOptions{.step_size_up = 3}),
+                               std::make_shared<ExponentialLR>(o, 0.9)}, {10});
+       }},
+      {"seq_cyclic_second", "adam",
+       [](Optimizer& o) {
+         return sequential(o, {std::make_shared<LinearLR>(o, 0.5, 1.0, 3),
+                               std::make_shared<CyclicLR>(o, V{0.02}, V{0.2}, CyclicOptions{.step_size_up = 2, .cycle_momentum = false})},
+                           {5});
+       }},
+      {"seq_const_onecycle", "sgd",
+       [](Optimizer& o) {
+         return sequential(o, {std::make_shared<ConstantLR>(o, 0.1, 2), std::make_shared<OneCycleLR>(o, V{0.5}, 40)}, {2});
+       }},
+      {"chain_const_exp", "sgd",
+       [](Optimizer& o) { return chained({std::make_shared<ConstantLR>(o, 0.1, 2), std::make_shared<ExponentialLR>(o, 0.9)}); }},
+      {"chain_three", "adam",
+       [](Optimizer& o) {
+         return chained({std::make_shared<LinearLR>(o, 0.2, 1.0, 6), std::make_shared<StepLR>(o, 4, 0.5),
+                         std::make_shared<MultiplicativeLR>(o, [](int64_t) { return 0.99; })});
+       }},
+      {"chain_cawr_const", "sgd",
+       [](Optimizer& o) {
+         return chained({std::make_shared<CosineAnnealingWarmRestarts>(o, 5), std::make_shared<ConstantLR>(o, 0.5, 7)});
+       }},
   };
   return c;
 }
@@ -90,13 +183,20 @@ const std::vector<Config>& configs() {
 std::vector<double> snapshot(const Optimizer& opt) {
   std::vector<double> row;
   for (const ParamGroup& g : opt.param_groups()) row.push_back(g.hyper.lr);
-  for (const ParamGroup& g : opt.param_groups()) row.push_back(opt.name() == "SGD" ? g.hyper.momentum : g.hyper.beta1);
+  const bool beta1 = opt.name() == "Adam" || opt.name() == "AdamW";
+  for (const ParamGroup& g : opt.param_groups()) row.push_back(beta1 ? g.hyper.beta1 : g.hyper.momentum);
   return row;
 }
 
-void advance(LRScheduler& s, int64_t i) {
-  if (auto* plateau = dynamic_cast<ReduceLROnPlateau*>(&s)) plateau->step(get("plateau.metrics").to_vector<double>().at(i));
-  else s.step();
+// Step i (0-based) as the script takes it: on the metric, at a given epoch, or plainly.
+void advance(const std::string& name, LRScheduler& s, int64_t i) {
+  if (auto* plateau = dynamic_cast<ReduceLROnPlateau*>(&s)) {
+    plateau->step(get("plateau.metrics").to_vector<double>().at(i));
+  } else if (name.rfind("cawr_epochs", 0) == 0 && !std::isnan(get("cawr.epochs").to_vector<double>().at(i))) {
+    dynamic_cast<CosineAnnealingWarmRestarts&>(s).step(get("cawr.epochs").to_vector<double>().at(i));
+  } else {
+    s.step();
+  }
 }
 
 bool has_momentum(const std::string& name) {
@@ -104,7 +204,7 @@ bool has_momentum(const std::string& name) {
 }
 
 TEST(Scheduler, SequencesMatchPyTorch) {
-  ASSERT_EQ(configs().size(), 25u);
+  ASSERT_EQ(configs().size(), 58u);  // every configuration of the script
   for (const Config& cfg : configs()) {
     SCOPED_TRACE(cfg.name);
     const std::vector<double> lr = get(cfg.name + ".lr").to_vector<double>();
@@ -114,16 +214,18 @@ TEST(Scheduler, SequencesMatchPyTorch) {
     auto opt = make_optimizer(cfg.optimizer);
     auto sched = cfg.make(*opt);
     for (int64_t i = 0; i <= steps; ++i) {
-      if (i > 0) advance(*sched, i - 1);
+      if (i > 0) advance(cfg.name, *sched, i - 1);
       const std::vector<double> row = snapshot(*opt);
       for (int g = 0; g < 2; ++g) {
-        EXPECT_NEAR(row[g], lr[2 * i + g], 1e-12 * std::abs(lr[2 * i + g])) << "lr, step " << i << " group " << g;
+        EXPECT_EQ(row[g], lr[2 * i + g]) << "lr, step " << i << " group " << g;  // bit for bit
         EXPECT_EQ(sched->last_lr()[g], row[g]) << "last_lr, step " << i;
         if (has_momentum(cfg.name)) {
-          EXPECT_NEAR(row[2 + g], mom[2 * i + g], 1e-12 * mom[2 * i + g]) << "momentum, step " << i << " group " << g;
+          EXPECT_EQ(row[2 + g], mom[2 * i + g]) << "momentum, step " << i << " group " << g;
         }
       }
-      EXPECT_EQ(sched->last_epoch(), i);
+      if (cfg.name.rfind("cawr_epochs", 0) != 0) {
+        EXPECT_EQ(sched->last_epoch(), i);
+      }
     }
   }
 }
@@ -137,13 +239,13 @@ TEST(Scheduler, StateDictRoundTripContinuesExactly) {
     auto sched = cfg.make(*opt);
     std::vector<std::vector<double>> straight{snapshot(*opt)};
     for (int64_t i = 0; i < steps; ++i) {
-      advance(*sched, i);
+      advance(cfg.name, *sched, i);
       straight.push_back(snapshot(*opt));
     }
 
     auto first_opt = make_optimizer(cfg.optimizer);
     auto first = cfg.make(*first_opt);
-    for (int64_t i = 0; i < steps / 2; ++i) advance(*first, i);
+    for (int64_t i = 0; i < steps / 2; ++i) advance(cfg.name, *first, i);
     NamedTensors state = first_opt->state_dict();
     for (auto& kv : first->state_dict()) {
       ASSERT_EQ(kv.first.rfind("scheduler.", 0), 0u) << kv.first;
@@ -162,7 +264,7 @@ TEST(Scheduler, StateDictRoundTripContinuesExactly) {
     EXPECT_EQ(resumed->last_lr(), first->last_lr());
     EXPECT_EQ(snapshot(*opt2), straight[steps / 2]) << "right after loading";  // momentum too
     for (int64_t i = steps / 2; i < steps; ++i) {
-      advance(*resumed, i);
+      advance(cfg.name, *resumed, i);
       EXPECT_EQ(snapshot(*opt2), straight[i + 1]) << "step " << i + 1;
     }
   }
@@ -233,6 +335,94 @@ TEST(Scheduler, InvalidArgumentsNameSchedulerArgumentAndRange) {
   EXPECT_TRUE(throws_error([&] { static_cast<LRScheduler&>(plateau).step(); }, {"ReduceLROnPlateau", "step(metric)"}));
 }
 
+TEST(Scheduler, SequentialLRRestartsEachSchedulerAtItsMilestone) {
+  // As torch: the later schedulers sit at epoch -1 until their milestone, then run from epoch 0.
+  auto opt = make_optimizer("sgd");
+  SequentialLR sched(*opt, {std::make_shared<ConstantLR>(*opt, 0.5, 10), std::make_shared<ExponentialLR>(*opt, 0.5),
+                            std::make_shared<StepLR>(*opt, 2, 0.1)},
+                     {2, 4});
+  EXPECT_EQ(opt->param_groups()[0].hyper.lr, 0.1 * 0.5);  // the first's epoch 0, from initial_lr
+  const std::vector<std::vector<int64_t>> epochs = {{1, -1, -1}, {1, 0, -1}, {1, 1, -1}, {1, 1, 0}, {1, 1, 1}};
+  for (size_t i = 0; i < epochs.size(); ++i) {
+    sched.step();
+    for (size_t k = 0; k < 3; ++k) EXPECT_EQ(sched.schedulers()[k]->last_epoch(), epochs[i][k]) << "step " << i + 1;
+  }
+  EXPECT_EQ(opt->param_groups()[0].hyper.lr, 0.1);  // StepLR at its epoch 1, from its base
+  EXPECT_EQ(sched.last_lr(), sched.schedulers()[2]->last_lr());
+}
+
+TEST(Scheduler, CosineAnnealingWarmRestartsFractionalEpochs) {
+  // T_0 = 2, T_mult = 3: restarts at epochs 2 and 8; step(epoch) finds the period the epoch is in.
+  auto opt = make_optimizer("sgd");
+  CosineAnnealingWarmRestarts sched(*opt, 2, 3, 0.0);
+  sched.step(9.5);
+  EXPECT_EQ(sched.last_epoch(), 9);
+  EXPECT_EQ(sched.T_i(), 18);
+  EXPECT_EQ(sched.T_cur(), 1.5);
+  sched.step(1.0);
+  EXPECT_EQ(sched.T_i(), 2);
+  EXPECT_EQ(sched.T_cur(), 1.0);
+  EXPECT_NEAR(opt->param_groups()[0].hyper.lr, 0.05, 1e-15);  // halfway down the first period
+  sched.step();                                                // epoch 2: the first restart
+  EXPECT_EQ(sched.T_cur(), 0.0);
+  EXPECT_EQ(sched.T_i(), 6);
+  EXPECT_EQ(opt->param_groups()[0].hyper.lr, 0.1);
+}
+
+TEST(Scheduler, ConstantLRWithFactorZeroThrowsWhereTorchDividesByZero) {
+  auto opt = make_optimizer("sgd");
+  ConstantLR sched(*opt, 0.0, 2);
+  EXPECT_EQ(opt->param_groups()[0].hyper.lr, 0.0);
+  sched.step();
+  EXPECT_TRUE(test::throws_error([&] { sched.step(); }, {"ConstantLR", "total_iters = 2", "factor 0", "factor > 0"}));
+}
+
+TEST(Scheduler, NewSchedulersRejectInvalidArguments) {
+  auto opt = make_optimizer("sgd");
+  auto adam = make_optimizer("adam");
+  Optimizer& o = *opt;
+  using test::throws_error;
+  const LrLambda one = [](int64_t) { return 1.0; };
+  EXPECT_TRUE(throws_error([&] { LambdaLR(o, {one, one, one}); }, {"LambdaLR", "expected 1 or 2 lr_lambdas", "got 3"}));
+  EXPECT_TRUE(throws_error([&] { LambdaLR(o, LrLambda{}); }, {"LambdaLR", "lr_lambda 0 is empty"}));
+  EXPECT_TRUE(throws_error([&] { MultiplicativeLR(o, {one, LrLambda{}}); }, {"MultiplicativeLR", "lr_lambda 1 is empty"}));
+  EXPECT_TRUE(throws_error([&] { ConstantLR(o, 1.5); }, {"ConstantLR", "factor", "[0, 1]", "1.5"}));
+  EXPECT_TRUE(throws_error([&] { ConstantLR(o, 0.5, -1); }, {"ConstantLR", "total_iters", ">= 0"}));
+  EXPECT_TRUE(throws_error([&] { LinearLR(o, 0.0); }, {"LinearLR", "start_factor", "(0, 1]"}));
+  EXPECT_TRUE(throws_error([&] { LinearLR(o, 0.5, 1.5); }, {"LinearLR", "end_factor", "[0, 1]"}));
+  EXPECT_TRUE(throws_error([&] { LinearLR(o, 0.5, 1.0, 0); }, {"LinearLR", "total_iters", ">= 1"}));
+  EXPECT_TRUE(throws_error([&] { PolynomialLR(o, 0); }, {"PolynomialLR", "total_iters", ">= 1"}));
+  EXPECT_TRUE(throws_error([&] { PolynomialLR(o, 5, -1.0); }, {"PolynomialLR", "power", ">= 0"}));
+  EXPECT_TRUE(throws_error([&] { CosineAnnealingWarmRestarts(o, 0); }, {"CosineAnnealingWarmRestarts", "T_0", ">= 1"}));
+  EXPECT_TRUE(throws_error([&] { CosineAnnealingWarmRestarts(o, 5, 0); }, {"CosineAnnealingWarmRestarts", "T_mult", ">= 1"}));
+  EXPECT_TRUE(throws_error([&] { CosineAnnealingWarmRestarts(o, 5, 1, -1.0); }, {"CosineAnnealingWarmRestarts", "eta_min"}));
+  CosineAnnealingWarmRestarts cawr(o, 5);
+  EXPECT_TRUE(throws_error([&] { cawr.step(-0.5); }, {"CosineAnnealingWarmRestarts.step", "epoch must be >= 0", "-0.5"}));
+  EXPECT_TRUE(throws_error([&] { CyclicLR(*adam, {0.01}, {0.1}); }, {"CyclicLR", "Adam has no momentum", "cycle_momentum = false"}));
+  EXPECT_TRUE(throws_error([&] { CyclicLR(o, {0.01}, {0.1}, {.step_size_up = 0}); }, {"CyclicLR", "step_size_up", "> 0"}));
+  EXPECT_TRUE(throws_error([&] { CyclicLR(o, {0.01}, {0.1}, {.step_size_down = -1}); }, {"CyclicLR", "step_size_down", ">= 0"}));
+  EXPECT_TRUE(throws_error([&] { CyclicLR(o, {0.1, 0.2, 0.3}, {1.0}); }, {"CyclicLR", "base_lr", "one per parameter group (2)", "got 3"}));
+  EXPECT_TRUE(throws_error([&] { CyclicLR(o, {0.01}, {0.1}, {.max_momentum = {0.9, 0.9, 0.9}}); }, {"CyclicLR", "max_momentum"}));
+
+  const auto step = [&](Optimizer& on) { return std::make_shared<StepLR>(on, 3); };
+  EXPECT_TRUE(throws_error([&] { SequentialLR(o, {step(o), step(o)}, {}); },
+                           {"SequentialLR", "one milestone fewer than schedulers", "2 schedulers and 0 milestones"}));
+  EXPECT_TRUE(throws_error([&] { SequentialLR(o, {step(o), step(*adam)}, {3}); }, {"SequentialLR", "scheduler 1", "different optimizer"}));
+  EXPECT_TRUE(throws_error([&] { SequentialLR(o, {step(o), std::make_shared<ReduceLROnPlateau>(o)}, {3}); },
+                           {"SequentialLR", "scheduler 1 cannot be a ReduceLROnPlateau"}));
+  EXPECT_TRUE(throws_error([&] { SequentialLR(o, {step(o), step(o)}, {0}); }, {"SequentialLR", "milestones", ">= 1", "got 0"}));
+  EXPECT_TRUE(throws_error([&] { SequentialLR(o, {step(o), step(o), step(o)}, {5, 3}); },
+                           {"SequentialLR", "milestones must be increasing", "got 3 after 5"}));
+  EXPECT_TRUE(throws_error([&] { SequentialLR(o, {step(o), nullptr}, {3}); }, {"SequentialLR", "scheduler 1 is null"}));
+  EXPECT_TRUE(throws_error([&] { SequentialLR(o, {}, {}); }, {"SequentialLR", "at least one"}));
+  EXPECT_TRUE(throws_error([&] { ChainedScheduler({}); }, {"ChainedScheduler", "at least one"}));
+  EXPECT_TRUE(throws_error([&] { ChainedScheduler({step(o), step(*adam)}); }, {"ChainedScheduler", "schedulers 0 and 1", "different optimizers"}));
+  EXPECT_TRUE(throws_error([&] { ChainedScheduler({step(o), std::make_shared<ReduceLROnPlateau>(o)}); },
+                           {"ChainedScheduler", "ReduceLROnPlateau", "step(metric)"}));
+  auto chained = std::make_unique<ChainedScheduler>(std::vector<std::shared_ptr<LRScheduler>>{step(o)});
+  EXPECT_TRUE(throws_error([&] { LinearWarmup(std::move(chained), 5); }, {"LinearWarmup", "cannot be a ChainedScheduler"}));
+}
+
 TEST(Scheduler, LoadStateDictNamesTheKey) {
   auto opt = make_optimizer("sgd");
   StepLR step(*opt, 3);
@@ -240,6 +430,10 @@ TEST(Scheduler, LoadStateDictNamesTheKey) {
   using test::throws_error;
   EXPECT_TRUE(throws_error([&] { step.load_state_dict(plateau.state_dict()); }, {"StepLR.load_state_dict", "missing", "scheduler.group.0.base_lr"}));
   EXPECT_TRUE(throws_error([&] { plateau.load_state_dict(step.state_dict()); }, {"ReduceLROnPlateau.load_state_dict", "missing", "scheduler.best"}));
+  CosineAnnealingWarmRestarts cawr(*opt, 4);
+  EXPECT_TRUE(throws_error([&] { cawr.load_state_dict(step.state_dict()); }, {"CosineAnnealingWarmRestarts.load_state_dict", "missing", "scheduler.T_cur"}));
+  SequentialLR seq(*opt, {std::make_shared<StepLR>(*opt, 3), std::make_shared<ExponentialLR>(*opt, 0.9)}, {4});
+  EXPECT_TRUE(throws_error([&] { seq.load_state_dict(step.state_dict()); }, {"StepLR.load_state_dict", "missing", "scheduler.schedulers.0.last_epoch"}));
   NamedTensors extra = step.state_dict();
   extra.emplace_back("scheduler.bogus", scalar_tensor(1.0));
   EXPECT_TRUE(throws_error([&] { step.load_state_dict(extra); }, {"unexpected key 'scheduler.bogus'"}));

@@ -7,10 +7,16 @@ For every configuration CFG (the hyperparameters are repeated in the C++ test):
   CFG.quad64 / CFG.quad32  [20, 5]  x after each of 20 steps on 0.5·Σ c·x² + Σ d·x (f64 and f32)
   CFG.mlp                  [20, P]  all parameters of a 4-8-3 tanh MLP (f64, cross entropy on a fixed
                                     batch) after each step, flattened in named_parameters() order
+and torch.optim's constructor defaults, read from the signatures (the metadata names the torch version):
+  defaults.OPT.FIELD       []       f64 (bools as 0/1; betas as beta1 and beta2). Left out: SGD's lr,
+                                    which torch 1.13 requires, and foreach/capturable/differentiable/fused,
+                                    implementation switches Ember does not have.
 """
+import inspect
 import pathlib
 
 import torch
+from torch.optim.optimizer import required
 
 torch.manual_seed(0)
 out = {}
@@ -57,6 +63,15 @@ for name, make in configs.items():
         opt.step()
         traj.append(torch.cat([p.detach().flatten() for p in mlp.parameters()]))
     out[f"{name}.mlp"] = torch.stack(traj)
+
+NOT_OPTIONS = {"self", "params", "foreach", "capturable", "differentiable", "fused"}
+for cls in [torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW, torch.optim.RMSprop]:
+    for key, param in inspect.signature(cls.__init__).parameters.items():
+        if key in NOT_OPTIONS or param.default is required:
+            continue
+        values = {"beta1": param.default[0], "beta2": param.default[1]} if key == "betas" else {key: param.default}
+        for field, value in values.items():
+            out[f"defaults.{cls.__name__.lower()}.{field}"] = torch.tensor(float(value), dtype=torch.float64)
 
 path = pathlib.Path(__file__).resolve().parent.parent / "tests" / "data" / "optim_golden.safetensors"
 from safetensors.torch import save_file  # noqa: E402

@@ -42,6 +42,10 @@ configs = {
     # SGD with momentum and a different lr per group.
     "sgd": lambda: torch.optim.SGD(groups({"lr": 0.1, "weight_decay": 0.05}, {"lr": 0.02, "weight_decay": 0.0}),
                                    lr=0.5, momentum=0.9),
+    # Groups that set only their lr take every other value from the optimizer's defaults: AdamW's weight
+    # decay 1e-2 and RMSprop's alpha 0.99 (the C++ test builds them from AdamWOptions / RMSpropOptions).
+    "adamw_defaults": lambda: torch.optim.AdamW(groups({}, {"lr": 0.001}), lr=0.01),
+    "rmsprop_defaults": lambda: torch.optim.RMSprop(groups({}, {"lr": 0.003}), lr=0.01),
 }
 
 for name, make in configs.items():
