@@ -27,13 +27,8 @@
 namespace ember::app::schema {
 
 // The row itself, its kinds and its checks are nn/schema.h's (the layer registry declares its keys with them).
-using nn::schema::check_keys;
-using nn::schema::in_range;
-using nn::schema::Key;
-using nn::schema::keys_of;
-using nn::schema::Kind;
-using nn::schema::split_range;
-using nn::schema::Value;
+using nn::schema::check_keys, nn::schema::in_range, nn::schema::Key, nn::schema::keys_of, nn::schema::Kind,
+    nn::schema::split_range, nn::schema::Value;
 
 // Reads one key of `section` as `key` describes (kind, range, choices, length); `fallback` when absent.
 // Throws ConfigError naming the place, the key and what was expected.
