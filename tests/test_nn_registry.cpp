@@ -1,6 +1,8 @@
 // The layer registry: models from specs with inferred input sizes, and every error a config can hit.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <ember/ember.h>
 
 #include "nn/registry.h"
@@ -215,4 +217,50 @@ TEST(Registry, ValuesAreCheckedAgainstTheirRows) {
   // a number row takes an integer; an integer row does not take a number
   EXPECT_NO_THROW(nn::build_sequential({spec("leaky_relu", {{"negative_slope", int64_t{1}}})}, {4}));
   expect_error({spec("softmax", {{"dim", 1.0}})}, {"'dim' must be an integer"}, {4});
+}
+
+// Every type builds from its required keys alone (the rest from its rows' defaults): each factory reads its
+// keys as its rows declare them (a read of another kind, or of a key without a row, is a table bug that
+// throws std::logic_error here).
+TEST(Registry, EveryTypeBuildsWithItsDefaults) {
+  const nn::ModelInput image{.sample_shape = {3, 8, 8}}, flat{.sample_shape = {4}}, sequence{.sample_shape = {5, 6}};
+  const nn::ModelInput tokens{.sample_shape = {8}, .dtype = DType::i64, .vocab_size = 11};
+  const nn::ModelInput text_sequence{.sample_shape = {5, 6}, .vocab_size = 11};
+  const std::map<std::string, std::pair<std::vector<std::pair<std::string, nn::SpecValue>>, nn::ModelInput>> cases = {
+      {"linear", {{{"out_features", int64_t{3}}}, flat}},
+      {"conv2d", {{{"out_channels", int64_t{2}}, {"kernel_size", int64_t{3}}}, image}},
+      {"conv1d", {{{"out_channels", int64_t{2}}, {"kernel_size", int64_t{3}}}, sequence}},
+      {"max_pool2d", {{{"kernel_size", int64_t{2}}}, image}},
+      {"avg_pool2d", {{{"kernel_size", int64_t{2}}}, image}},
+      {"adaptive_avg_pool2d", {{}, image}},
+      {"adaptive_max_pool2d", {{{"output_size", int64_t{2}}}, image}},
+      {"batch_norm", {{}, image}},
+      {"layer_norm", {{}, flat}},
+      {"embedding", {{{"embedding_dim", int64_t{4}}}, tokens}},
+      {"dropout", {{}, flat}},
+      {"flatten", {{}, image}},
+      {"relu", {{}, flat}},
+      {"tanh", {{}, flat}},
+      {"sigmoid", {{}, flat}},
+      {"silu", {{}, flat}},
+      {"gelu", {{}, flat}},
+      {"leaky_relu", {{}, flat}},
+      {"elu", {{}, flat}},
+      {"softplus", {{}, flat}},
+      {"hardtanh", {{}, flat}},
+      {"softmax", {{}, flat}},
+      {"position_embedding", {{}, sequence}},
+      {"transformer_block", {{{"heads", int64_t{2}}}, sequence}},
+      {"lm_head", {{}, text_sequence}},
+      {"gpt", {{{"dim", int64_t{16}}, {"layers", int64_t{1}}}, tokens}},
+      {"lstm", {{{"hidden_size", int64_t{3}}}, sequence}},
+      {"gru", {{{"hidden_size", int64_t{3}}}, sequence}},
+      {"rnn_lm", {{{"embedding_dim", int64_t{4}}, {"hidden_size", int64_t{4}}}, tokens}},
+  };
+  for (const std::string& type : nn::layer_types()) {
+    const auto it = cases.find(type);
+    ASSERT_NE(it, cases.end()) << "add a case for the layer type " << type;
+    const auto& [args, input] = it->second;
+    EXPECT_NO_THROW(nn::build_model({spec(type, args)}, input)) << type;
+  }
 }
