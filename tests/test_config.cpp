@@ -425,7 +425,8 @@ TEST(Config, EveryChoiceOfTheFactoryTablesBuilds) {
   EXPECT_TRUE(test::throws_error([&] { make_model_session(bad, kCPU, shape); },
                                  {"scheduler.type: unknown value 'cosin'", "did you mean 'cosine'", "valid values: none, step"}));
   bad = base;
-  bad.data.transforms = {TransformConfig{.type = "blur"}};
+  bad.data.transforms.assign(1, TransformConfig());
+  bad.data.transforms[0].type = "blur";
   EXPECT_TRUE(test::throws_error([&] { make_transforms(bad.data, true); },
                                  {"data.transforms type: unknown value 'blur'", "normalize, random_crop"}));
 }
