@@ -6,8 +6,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "apps/registries.h"
 #include "base/format.h"
 #include "data/idx.h"
+#include "nn/schema.h"
 
 namespace ember::app {
 namespace fs = std::filesystem;
@@ -145,7 +147,7 @@ const F kFields[] = {
   F("loss.label_smoothing", EMBER_MEMBER(label_smoothing)).def(0).in("in [0, 1)")
       .doc("Moves this much of the target's probability mass evenly onto all classes."),
 
-  F("optimizer.type", EMBER_MEMBER(optimizer.type)).def("adam").one_of({"sgd", "adam", "adamw", "rmsprop"})
+  F("optimizer.type", EMBER_MEMBER(optimizer.type)).def("adam").one_of(optimizer_types())
       .doc("The optimizer."),
   F("optimizer.lr", EMBER_MEMBER(optimizer.lr)).req().in("> 0").doc("The learning rate (a scheduler scales it)."),
   F("optimizer.weight_decay", EMBER_MEMBER(optimizer.weight_decay)).in(">= 0")
@@ -183,8 +185,7 @@ const F kFields[] = {
            "micro-batches of data.batch_size, each micro-batch's loss weighted so the update equals one batch of "
            "N × batch_size examples. Steps, checkpoints and metrics count optimizer steps."),
 
-  F("scheduler.type", EMBER_MEMBER(scheduler.type)).def("none")
-      .one_of({"none", "step", "multistep", "exponential", "cosine", "onecycle", "plateau"})
+  F("scheduler.type", EMBER_MEMBER(scheduler.type)).def("none").one_of(scheduler_types())
       .doc("How the learning rate changes over the run."),
   F("scheduler.interval", EMBER_MEMBER(scheduler.interval)).one_of({"epoch", "step"})
       .computed([](const TrainConfig& c) -> Value {
@@ -238,9 +239,7 @@ const F kFields[] = {
 
 // The items of data.transforms: `type` decides which other keys apply.
 const T kTransformFields[] = {
-  T("type", EMBER_MEMBER(type)).req().one_of({"normalize", "random_crop", "random_horizontal_flip", "resize",
-                                               "center_crop", "random_resized_crop", "color_jitter", "random_rotation",
-                                               "grayscale"})
+  T("type", EMBER_MEMBER(type)).req().one_of(transform_types())
       .doc("What the transform does."),
   T("mean", EMBER_MEMBER(mean)).req().when("type", "normalize")
       .doc("Subtracted per channel (one number: every channel)."),
@@ -406,13 +405,17 @@ void emit_model(YAML::Emitter& out, const TrainConfig& c) {
 
 std::string doc_transforms() { return schema::describe(schema::keys_of(transform_fields())); }
 
+// Every layer type's keys, from the registry's rows (nn/registry.h), as the config's keys are documented.
 std::string doc_model() {
-  std::string out = "| layer `type` | keys (required ones first) |\n|---|---|\n";
+  std::string out = "Each item is a map of `type` and that type's keys. Input sizes (in_features, in_channels, "
+                    "num_features, ...) are not keys: they are inferred from the layer before. The keys of each type:\n";
+  std::vector<std::string> bare;  // the types without keys
   for (const std::string& type : nn::layer_types()) {
-    std::vector<std::string> keys = nn::layer_keys(type);
-    for (std::string& k : keys) k = "`" + k + "`";
-    out += "| `" + type + "` | " + (keys.empty() ? "—" : join(keys)) + " |\n";
+    const std::vector<const schema::Key*> keys = nn::layer_key_rows(type);
+    if (keys.empty()) bare.push_back("`" + type + "`");
+    else out += "\n#### `" + type + "`\n\n" + schema::describe(keys);
   }
+  if (!bare.empty()) out += "\nNo keys: " + join(bare) + ".\n";
   std::vector<std::string> whole;
   for (const std::string& type : nn::layer_types())
     if (nn::is_whole_model(type)) whole.push_back("`" + type + "`");

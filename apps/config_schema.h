@@ -22,54 +22,13 @@
 #include <vector>
 
 #include "apps/yaml_reader.h"
+#include "nn/schema.h"
 
 namespace ember::app::schema {
 
-// A key's value; the alternative follows the kind (integers are int64_t, numbers double).
-using Value = std::variant<bool, int64_t, double, std::string, std::vector<double>, std::vector<int64_t>,
-                           std::vector<std::string>>;
-
-enum class Kind {
-  boolean,   // true | false
-  integer,   // decimal
-  number,    // finite double
-  string,    // any text
-  choice,    // one of `choices`
-  file,      // the path of an existing file
-  device,    // cpu | cuda | cuda:N | auto (whether this machine can serve it is checked at use)
-  numbers,   // a list of numbers (one number stands for a list of one)
-  integers,  // a list of integers
-  list,      // a list of maps with their own reader and writer (model, data.transforms)
-  choices,   // a list of distinct items, each one of `choices` (one item stands for a list of one)
-};
-
-// The S-independent part of a row: what the docs, the checks and the messages need.
-struct Key {
-  std::string path;                    // "optimizer.lr"; the part before the last '.' is the section
-  Kind kind = Kind::string;
-  std::optional<Value> fallback;       // the default, if it is a constant
-  bool required = false;               // no default: the key must be given (lists too)
-  std::string default_doc;             // a default computed from other keys, as the docs show it
-  std::string range;                   // "> 0", ">= 1", "in [0, 1)" (per item for lists), then an optional
-                                       // " (note)"; "" = any value. The text is also the messages' and docs'.
-  std::vector<std::string> choices;    // Kind::choice, Kind::choices
-  size_t length = 0;                   // lists: the exact number of items (0 = any)
-  std::string when_key, when_value;    // used only when the key `when_key` (same table) is `when_value`
-  bool hashed = true;                  // part of config_hash: a resume with another value is refused
-  // Left out of config_hash while at its (constant) default: a key added later that leaves the hash of
-  // every config not using it unchanged, so that their checkpoints still resume.
-  bool hashed_when_set = false;
-  std::string help;
-
-  std::string section() const;  // "optimizer" ("" at the top)
-  std::string leaf() const;     // "lr"
-};
-
-// Range text → check: true when `v` satisfies "> 0", ">= 1", "in [0, 1)", "in (0, 1]"... (a trailing
-// " (note)" is ignored; "" allows everything). Throws std::logic_error for text it cannot read — a table bug.
-bool in_range(double v, const std::string& range);
-// "in [0, 1) (0: off)" → {"in [0, 1)", " (0: off)"}.
-std::pair<std::string, std::string> split_range(const std::string& range);
+// The row itself, its kinds and its checks are nn/schema.h's (the layer registry declares its keys with them).
+using nn::schema::check_keys, nn::schema::in_range, nn::schema::Key, nn::schema::keys_of, nn::schema::Kind,
+    nn::schema::split_range, nn::schema::Value;
 
 // Reads one key of `section` as `key` describes (kind, range, choices, length); `fallback` when absent.
 // Throws ConfigError naming the place, the key and what was expected.
@@ -78,7 +37,7 @@ Value read_value(Section& section, const Key& key, const std::optional<Value>& f
 void emit_value(YAML::Emitter& out, Kind kind, const Value& value);
 
 template <typename S>
-struct Field : Key {
+struct Field : nn::schema::Declare<Field<S>> {
   Value (*get)(const S&) = nullptr;
   void (*set)(S&, Value) = nullptr;
   Value (*compute)(const S&) = nullptr;  // a default computed from the keys read before this one
@@ -91,14 +50,14 @@ struct Field : Key {
   template <typename Access>
   Field(std::string key_path, Access) {
     using T = std::remove_cvref_t<decltype(Access{}(std::declval<S&>()))>;
-    path = std::move(key_path);
-    kind = std::is_same_v<T, bool>                   ? Kind::boolean
-           : std::is_integral_v<T>                   ? Kind::integer
-           : std::is_floating_point_v<T>             ? Kind::number
-           : std::is_same_v<T, std::vector<double>>  ? Kind::numbers
-           : std::is_same_v<T, std::vector<int64_t>> ? Kind::integers
-           : std::is_same_v<T, std::vector<std::string>> ? Kind::choices
-                                                     : Kind::string;
+    this->path = std::move(key_path);
+    this->kind = std::is_same_v<T, bool>                   ? Kind::boolean
+                 : std::is_integral_v<T>                   ? Kind::integer
+                 : std::is_floating_point_v<T>             ? Kind::number
+                 : std::is_same_v<T, std::vector<double>>  ? Kind::numbers
+                 : std::is_same_v<T, std::vector<int64_t>> ? Kind::integers
+                 : std::is_same_v<T, std::vector<std::string>> ? Kind::choices
+                                                           : Kind::string;
     get = [](const S& s) -> Value {
       const T& v = Access{}(s);
       if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) return static_cast<int64_t>(v);
@@ -112,67 +71,31 @@ struct Field : Key {
   }
   // A row whose value is not one member (e.g. optimizer.betas, stored as beta1 and beta2).
   Field(std::string key_path, Kind k, Value (*getter)(const S&), void (*setter)(S&, Value)) {
-    path = std::move(key_path);
-    kind = k;
+    this->path = std::move(key_path);
+    this->kind = k;
     get = getter;
     set = setter;
   }
   // A list of maps with its own reader, writer and item docs.
   Field(std::string key_path, void (*reader)(Section&, const std::string&, S&),
         void (*writer)(YAML::Emitter&, const S&), std::string (*doc)()) {
-    path = std::move(key_path);
-    kind = Kind::list;
+    this->path = std::move(key_path);
+    this->kind = Kind::list;
     read_list = reader;
     emit_list = writer;
     doc_list = doc;
   }
 
-  template <typename T>
-  Field&& def(T v) && {
-    if constexpr (std::is_same_v<T, bool>) fallback = v;
-    else if constexpr (std::is_integral_v<T>) fallback = kind == Kind::number ? Value(double(v)) : Value(int64_t(v));
-    else if constexpr (std::is_floating_point_v<T>) fallback = double(v);
-    else if constexpr (std::is_convertible_v<T, std::string>) fallback = std::string(v);
-    else fallback = Value(std::move(v));
-    return std::move(*this);
-  }
-  Field&& req() && { required = true; return std::move(*this); }
+  // A default computed from the keys read before this one; `doc` is what the docs show.
   Field&& computed(Value (*fn)(const S&), std::string doc) && {
     compute = fn;
-    default_doc = std::move(doc);
+    this->default_doc = std::move(doc);
     return std::move(*this);
   }
-  Field&& in(std::string r) && { range = std::move(r); return std::move(*this); }
-  Field&& one_of(std::vector<std::string> c) && {
-    kind = Kind::choice;
-    choices = std::move(c);
-    return std::move(*this);
-  }
-  Field&& each_of(std::vector<std::string> c) && {  // a list member (std::vector<std::string>)
-    kind = Kind::choices;
-    choices = std::move(c);
-    return std::move(*this);
-  }
-  Field&& file() && { kind = Kind::file; return std::move(*this); }
-  Field&& device() && { kind = Kind::device; return std::move(*this); }
-  Field&& items(size_t n) && { length = n; return std::move(*this); }
-  Field&& when(std::string key, std::string value) && {
-    when_key = std::move(key);
-    when_value = std::move(value);
-    return std::move(*this);
-  }
-  Field&& unhashed() && { hashed = false; return std::move(*this); }
-  Field&& hashed_when_set_only() && { hashed_when_set = true; return std::move(*this); }
-  Field&& doc(std::string text) && { help = std::move(text); return std::move(*this); }
 };
 
 // The accessor of a member (nested members too): Field<TrainConfig>("optimizer.lr", EMBER_MEMBER(optimizer.lr)).
 #define EMBER_MEMBER(member) [](auto& s) -> auto& { return s.member; }
-
-// Checks a table's rows against each other: every key has a default, a computed default or is required
-// (lists excepted); defaults satisfy their range and choices; ranges parse; a `when` key is an earlier
-// choice of the same table; each section's rows are contiguous. Returns the problems, one a line ("" = none).
-std::string check_keys(std::span<const Key* const> keys);
 
 // The reference table of `keys` (markdown): key, type, default, allowed values, resume, description.
 std::string describe(std::span<const Key* const> keys);
@@ -254,13 +177,6 @@ void emit_fields(YAML::Emitter& out, std::span<const Field<S>> fields, const S& 
   }
   if (!open.empty()) out << YAML::EndMap;
   out << YAML::EndMap;
-}
-
-template <typename S>
-std::vector<const Key*> keys_of(std::span<const Field<S>> fields) {
-  std::vector<const Key*> keys;
-  for (const Field<S>& f : fields) keys.push_back(&f);
-  return keys;
 }
 
 }  // namespace ember::app::schema

@@ -273,6 +273,459 @@ Progress global_progress(const DataParallel& dp, const Progress& p) {
   g.predictions = static_cast<int64_t>(sums[3]);
   return g;
 }
+
+// --- what a run reports to: the metrics files, the step log, TensorBoard, the trace and the console -------
+
+// One optimizer step, as the run's logs see it.
+struct StepEvent {
+  int64_t epoch = 0;     // the step's epoch, from 1
+  int64_t in_epoch = 0;  // the epoch's steps done, this one included
+  int64_t step = 0;      // every step so far, this one included
+  double loss = 0;       // its micro-batches' weighted mean; non-finite for a skipped step (skip_nonfinite)
+  double lr = 0;         // after the step
+  int64_t seen = 0;      // the epoch's examples so far (this process's)
+  double seconds = 0;    // the epoch's time so far
+  bool skipped = false;  // a non-finite loss: no update and no gradients
+  std::optional<StepRow> logged;  // every output.log_every_steps steps (rank 0): the steps.jsonl row
+  const std::vector<int64_t>* examples = nullptr;  // the step's dataset indices (with --trace-batches)
+};
+
+// How a run ended: every epoch done (signal 0), or stopped by SIGINT/SIGTERM after writing `checkpoint`.
+struct RunEnd {
+  int signal = 0;
+  int64_t step = 0, skipped = 0;
+  std::string checkpoint;  // the newest checkpoint
+};
+
+// One writer of what a run reports. The run calls each log in turn: after every optimizer step, before
+// output that is not the logs' (the evaluation, a failure's message), after every epoch (its metrics row)
+// and at the end. A log that cannot write throws; the run stops with that error.
+class RunLog {
+ public:
+  virtual ~RunLog() = default;
+  virtual void on_step(const StepEvent&) {}
+  virtual void on_pause() {}
+  virtual void on_epoch(const MetricsRow&) {}
+  virtual void on_end(const RunEnd&) {}
+};
+
+// --trace-batches: a JSON line per step with its examples.
+class TraceLog final : public RunLog {
+ public:
+  TraceLog(std::ofstream out, const Session& s) : out_(std::move(out)), s_(s) {}
+  void on_step(const StepEvent& e) override { trace_step(out_, s_, e.step, *e.examples); }
+
+ private:
+  std::ofstream out_;
+  const Session& s_;
+};
+
+// What ember-train prints: the progress bar or lines, a line per epoch, and how the run ended.
+class ConsoleLog final : public RunLog {
+ public:
+  ConsoleLog(std::FILE* out, const TrainOptions& o, int64_t steps_per_epoch, std::string bits_label, fs::path dir)
+      : out_(out),
+        display_(out, o.progress_bar, o.config.output.log_every_steps, steps_per_epoch, o.config.epochs, o.device),
+        task_(o.config.task),
+        bits_label_(std::move(bits_label)),
+        dir_(std::move(dir)) {}
+  void on_step(const StepEvent& e) override {
+    display_.step(e.epoch, e.in_epoch, e.step, e.loss, e.lr, e.seen, e.seconds);
+  }
+  void on_pause() override { display_.clear(); }
+  void on_epoch(const MetricsRow& row) override { display_.epoch_summary(row, task_, bits_label_); }
+  void on_end(const RunEnd& end) override {
+    if (end.signal != 0) {
+      display_.clear();
+      std::fprintf(out_, "%s at step %lld: wrote %s; continue with: ember-train --resume %s\n",
+                   end.signal == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)",
+                   static_cast<long long>(end.step), end.checkpoint.c_str(), dir_.string().c_str());
+      std::fflush(out_);
+      return;
+    }
+    std::fprintf(out_, "done: %lld steps%s; checkpoint %s, metrics %s\n", static_cast<long long>(end.step),
+                 end.skipped > 0 ? (", " + std::to_string(end.skipped) + " skipped (non-finite loss)").c_str() : "",
+                 end.checkpoint.c_str(), (dir_ / "metrics.jsonl").string().c_str());
+  }
+
+ private:
+  std::FILE* out_;
+  ProgressDisplay display_;
+  std::string task_, bits_label_;
+  fs::path dir_;
+};
+
+// steps.jsonl: a row every output.log_every_steps steps.
+class StepLog final : public RunLog {
+ public:
+  StepLog(const fs::path& dir, std::optional<int64_t> resume_step) : writer_(dir, resume_step) {}
+  void on_step(const StepEvent& e) override {
+    if (e.logged) writer_.append(*e.logged);
+  }
+
+ private:
+  StepWriter writer_;
+};
+
+// metrics.jsonl and metrics.csv: a row per epoch.
+class MetricsLog final : public RunLog {
+ public:
+  MetricsLog(const fs::path& dir, std::optional<int64_t> resume_epochs, const std::string& bits_unit)
+      : writer_(dir, resume_epochs, bits_unit) {}
+  void on_epoch(const MetricsRow& row) override { writer_.append(row); }
+
+ private:
+  MetricsWriter writer_;
+};
+
+// TensorBoard (output.tensorboard): the steps.jsonl rows as "train/<name>", the metrics rows as
+// "epoch/<name>", and the histograms every output.histograms_every_steps steps.
+class TensorBoardLog final : public RunLog {
+ public:
+  TensorBoardLog(std::unique_ptr<SummaryWriter> tb, const Session& s, std::string bits_unit)
+      : tb_(std::move(tb)), model_(*s.model), histograms_every_(s.config.output.histograms_every_steps),
+        bits_unit_(std::move(bits_unit)) {}
+  void on_step(const StepEvent& e) override {
+    if (e.logged) {
+      for (const auto& [name, value] : step_scalars(*e.logged)) tb_->add_scalar("train/" + name, value, e.step);
+      tb_->flush();
+    }
+    if (histograms_every_ > 0 && e.step % histograms_every_ == 0) add_histograms(*tb_, model_, e.step, !e.skipped);
+  }
+  void on_epoch(const MetricsRow& row) override {
+    for (const auto& [name, value] : metrics_scalars(row, "test_" + bits_unit_)) tb_->add_scalar("epoch/" + name, value, row.step);
+    tb_->flush();
+  }
+
+ private:
+  std::unique_ptr<SummaryWriter> tb_;
+  const nn::Module& model_;
+  int64_t histograms_every_;
+  std::string bits_unit_;
+};
+
+// report.html, at the end of a completed run. It is a view of files already written: failing to write it
+// loses nothing of the run.
+class ReportLog final : public RunLog {
+ public:
+  ReportLog(std::FILE* out, fs::path dir) : out_(out), dir_(std::move(dir)) {}
+  void on_end(const RunEnd& end) override {
+    if (end.signal != 0) return;
+    try {
+      write_report(dir_);
+      std::fprintf(out_, "report %s\n", (dir_ / "report.html").string().c_str());
+    } catch (const std::exception& e) {
+      logger().warn("could not write the run report (the run itself is complete): {}; retry with: ember-report {}",
+                    e.what(), dir_.string());
+    }
+  }
+
+ private:
+  std::FILE* out_;
+  fs::path dir_;
+};
+
+// --- the run: its state and its steps ---------------------------------------------------------------------
+
+// One training run of a session, in named steps that run_training calls in order:
+//   open()                       resume or start the run directory, open the logs
+//   per epoch: start_epoch(), then per batch micro_step() (forward and backward), and end_step() when the
+//   micro-batch completes an optimizer step (the update, the logs, checkpoints, signals); end_epoch()
+//   (evaluation, the scheduler, the metrics row, the epoch's checkpoint)
+//   data_failure()               the data failed: checkpoint what is complete and stop
+//   finish()                     the end of a completed run
+class Run {
+ public:
+  Run(const TrainOptions& o, Session& s, DataParallel& dp, std::string hash, std::FILE* out)
+      : o_(o), cfg_(o.config), s_(s), dp_(dp), dir_(o.run_dir), hash_(std::move(hash)), out_(out),
+        accumulate_(cfg_.optimizer.accumulate_steps), batches_(s.train_loader->num_batches()) {}
+
+  void open() {
+    if (dp_.root())
+      for (const auto& name : remove_stale_temporaries(dir_))
+        logger().info("removed {}, left by a process killed while writing it", (dir_ / name).string());
+    if (o_.resume) {
+      std::vector<std::string> problems;
+      const auto ckpt = newest_valid_checkpoint(dir_, problems);
+      for (const auto& problem : problems) logger().warn("resume: skipping {}", problem);
+      if (!ckpt) throw ConfigError("--resume " + dir_.string() + ": no usable checkpoint in the run directory");
+      p_ = restore(s_, *ckpt, hash_);
+      last_checkpoint_ = ckpt->source();
+      checkpoint_is_current_ = true;
+      logger().info("resumed from {} (epochs done: {}, step {})", ckpt->source(), p_.epoch, p_.step);
+    } else {
+      if (dp_.root() && !list_checkpoints(dir_).empty())
+        throw ConfigError("the run directory " + dir_.string() + " already holds checkpoints: continue it with --resume " +
+                          dir_.string() + ", or choose another with --out");
+      if (dp_.root()) {
+        fs::create_directories(dir_);
+        ember::save(*s_.model, (dir_ / "init.safetensors").string());  // the weights before the first step
+        if (s_.tokenizer) s_.tokenizer->save((dir_ / "vocab.json").string());
+      }
+    }
+    // The class names (image folders, CIFAR-10): ember-eval names classes by them; a resumed run must see the same.
+    if (dp_.root() && !s_.class_names.empty()) {
+      const fs::path classes = dir_ / "classes.json";
+      if (o_.resume && fs::exists(classes) && read_class_names(classes) != s_.class_names)
+        throw ConfigError("--resume " + dir_.string() + ": the dataset's classes are now [" + join(s_.class_names) +
+                          "], but the run was started with those in " + classes.string() +
+                          "; a class folder was added, removed or renamed");
+      write_class_names(classes, s_.class_names);
+    }
+    if (dp_.root()) write_file_atomic(dir_ / "config.yaml", to_yaml(cfg_));
+    open_logs();
+    logger().info("training on {}: {} train / {} test examples, {} steps per epoch, {} epochs, run directory {}",
+                  o_.device.str(), s_.train_set->size(), s_.test_set->size(), s_.steps_per_epoch, cfg_.epochs,
+                  dir_.string());
+  }
+
+  bool done() const { return p_.epoch >= cfg_.epochs; }
+
+  void start_epoch() {
+    started_ = clock::now();
+    seconds_before_ = p_.seconds;
+    // Where a resume would continue: the loader's position after the last completed step. A loader whose
+    // epoch failed no longer has one (its state() moves on to the next epoch), so it is kept here.
+    position_ = s_.train_loader->state();
+    // New random windows every epoch, drawn from the loader's epoch so that a resume draws the same ones.
+    if (s_.train_windows) s_.train_windows->set_epoch(position_.epoch);
+    in_epoch_ = position_.batch / accumulate_;
+    micro_ = group_examples_ = 0;
+    group_bad_ = false;
+    group_loss_ = 0;
+    group_indices_.clear();
+  }
+
+  // One micro-batch: its forward and backward (the gradients accumulate over the step's micro-batches, each
+  // loss weighted by its share of the step's examples). True when it completes an optimizer step.
+  bool micro_step(const data::Batch& batch) {
+    // tools/startup_time.py times exec → this line (debug level: EMBER_LOG_LEVEL=debug).
+    if (first_step_) logger().debug("first training step: its batch is ready"), first_step_ = false;
+    const int64_t batch_index = in_epoch_ * accumulate_ + micro_;  // of the epoch
+    checkpoint_is_current_ = false;
+    if (micro_ == 0) {
+      s_.optimizer->zero_grad();
+      group_examples_ = step_examples(batch_index, accumulate_, batches_, cfg_.data.batch_size,
+                                      s_.train_loader->epoch_size());
+      group_bad_ = false;
+      group_loss_ = 0;
+      group_indices_.clear();
+    }
+    if (trace_examples_) {
+      const std::vector<int64_t> idx = s_.train_loader->batch_indices();
+      group_indices_.insert(group_indices_.end(), idx.begin(), idx.end());
+    }
+    const int64_t n = batch.target.size(0);
+    if (!group_bad_) {
+      const Tensor input = batch.input.to(o_.device), target = batch.target.to(o_.device);
+      const Tensor output = dp_.train_module().forward(input);
+      const Tensor loss = task_loss(cfg_, output, target);
+      double value = loss.item<double>();
+      // With skip_nonfinite every rank must take the same branch (a backward on some ranks only would wait
+      // for the others' gradients): a non-finite loss anywhere is non-finite everywhere. Without it, the
+      // rank that meets one throws, and the job ends with it.
+      if (cfg_.skip_nonfinite && dp_.any(!std::isfinite(value)) && std::isfinite(value))
+        value = std::numeric_limits<double>::quiet_NaN();
+      if (!std::isfinite(value)) {
+        if (!cfg_.skip_nonfinite)
+          detail::throw_error("step ", p_.step + 1, " (epoch ", p_.epoch + 1, "): the loss is ", value, ". ",
+                              last_checkpoint_.empty() ? std::string("No checkpoint was written yet")
+                                                       : "The last good checkpoint is " + last_checkpoint_,
+                              ". Try a lower optimizer.lr (now ", format_shortest(current_lr(s_)),
+                              "), gradient clipping (optimizer.clip_grad_norm: 1.0), or skip_nonfinite: true to "
+                              "skip such steps");
+        group_bad_ = true;
+        group_loss_ = value;
+      } else {
+        // Weighted by the micro-batch's share of the step's examples: the accumulated gradient is that of
+        // the mean loss over all of them (one batch of accumulate × batch_size).
+        // Gradients are averaged across ranks on the step's last micro-batch only.
+        const bool last_micro = micro_ + 1 == accumulate_ || batch_index + 1 == batches_;
+        const auto local_only = last_micro ? std::nullopt : dp_.no_sync();
+        if (accumulate_ == 1) loss.backward();
+        else (loss * (static_cast<double>(n) / static_cast<double>(group_examples_))).backward();
+        group_loss_ += value * static_cast<double>(n) / static_cast<double>(group_examples_);
+        // Summed on the device; read into p_.correct by flush_correct() where p_ is used.
+        if (const Tensor correct = correct_count(cfg_, output, target); correct.defined())
+          correct_pending_ = correct_pending_.defined() ? correct_pending_ + correct : correct;
+        p_.predictions += target.numel();
+        p_.loss_sum += value * static_cast<double>(n);
+        p_.seen += n;
+      }
+    }
+    ++micro_;
+    return micro_ == accumulate_ || batch_index + 1 == batches_;  // else the step needs more micro-batches
+  }
+
+  // The optimizer step of the micro-batches so far, then the logs, a checkpoint when one is due, and a
+  // signal's stop. Returns the exit code when a signal stops the run (after checkpointing), else 0.
+  int end_step() {
+    micro_ = 0;
+    ++p_.step;
+    ++in_epoch_;
+    if (group_bad_) {
+      ++p_.skipped;
+      logger().warn("step {}: the loss is {}; step skipped (skip_nonfinite: true)", p_.step, group_loss_);
+      s_.optimizer->zero_grad();
+    } else {
+      finish_update(s_);
+    }
+    p_.seconds = seconds_before_ + std::chrono::duration<double>(clock::now() - started_).count();
+    StepEvent e{.epoch = p_.epoch + 1, .in_epoch = in_epoch_, .step = p_.step, .loss = group_loss_,
+                .lr = current_lr(s_), .seen = p_.seen, .seconds = p_.seconds, .skipped = group_bad_,
+                .logged = std::nullopt, .examples = &group_indices_};
+    if (dp_.root() && p_.step % cfg_.output.log_every_steps == 0)
+      e.logged = StepRow{.step = p_.step, .epoch = p_.epoch + 1, .loss = group_loss_, .lr = e.lr,
+                         .samples_per_sec = static_cast<double>(p_.seen) / std::max(p_.seconds, 1e-9),
+                         .memory_mib = static_cast<double>(memory_stats(o_.device).allocated) / (1 << 20)};
+    for (const auto& log : logs_) log->on_step(e);
+    position_ = s_.train_loader->state();
+    const bool stop = dp_.any(g_signal.load() != 0);  // a signal to any rank stops all at the same step
+    if (stop || (cfg_.output.checkpoint_every_steps > 0 && p_.step % cfg_.output.checkpoint_every_steps == 0)) {
+      flush_correct();
+      last_checkpoint_ = checkpoint(p_, position_);
+      checkpoint_is_current_ = true;
+    }
+    if (!stop) return 0;
+    const int sig = dp_.any(g_signal.load() == SIGINT) ? SIGINT : SIGTERM;
+    end(RunEnd{.signal = sig, .step = p_.step, .skipped = p_.skipped, .checkpoint = last_checkpoint_});
+    return 128 + sig;
+  }
+
+  // The epoch's metrics row (with the evaluation when one is due), the per-epoch scheduler step, and the
+  // epoch's checkpoint when one is due.
+  void end_epoch() {
+    pause();
+    flush_correct();
+    const Progress all = global_progress(dp_, p_);
+    const double seen = static_cast<double>(std::max<int64_t>(all.seen, 1));
+    MetricsRow row;
+    row.epoch = p_.epoch + 1;
+    row.step = p_.step;
+    row.lr = current_lr(s_);
+    row.train_loss = all.loss_sum / seen;
+    row.samples_per_sec = static_cast<double>(all.seen) / std::max(p_.seconds, 1e-9);
+    row.seconds = p_.seconds;
+    if (cfg_.task != "regression")
+      row.train_accuracy = static_cast<double>(all.correct) / static_cast<double>(std::max<int64_t>(all.predictions, 1));
+    const bool last = p_.epoch + 1 == cfg_.epochs;
+    if (cfg_.eval_every_epochs > 0 && ((p_.epoch + 1) % cfg_.eval_every_epochs == 0 || last)) {
+      const EvalResult r = evaluate(*s_.model, *s_.test_loader, o_.device, cfg_);
+      if (last && dp_.root() && !r.confusion.empty()) write_confusion(dir_, r);
+      row.test_loss = r.loss;
+      row.test_accuracy = r.accuracy;
+      if (cfg_.task == "language_model") {
+        row.test_bits = r.loss / std::log(2.0);
+        row.test_perplexity = std::exp(r.loss);
+      }
+    }
+    end_epoch_schedule(s_, dp_.from_root(row.test_loss.value_or(row.train_loss)));  // the same LR on every rank
+    for (const auto& log : logs_) log->on_epoch(row);
+    p_ = Progress{.epoch = p_.epoch + 1, .step = p_.step, .skipped = p_.skipped};
+    const int64_t every = cfg_.output.checkpoint_every_epochs;
+    checkpoint_is_current_ = last || (every > 0 && p_.epoch % every == 0);
+    if (checkpoint_is_current_) last_checkpoint_ = checkpoint(p_, s_.train_loader->state());
+  }
+
+  // A dataset read or a loader worker failed (training batches or the evaluation). The loader stopped and
+  // joined its workers before the error got here; p_ and position_ are the last completed step.
+  [[noreturn]] void data_failure(const DataError& e) {
+    pause();
+    flush_correct();
+    // Several processes: this rank's data failed while the others go on; the job ends (ember-train aborts
+    // it) and resumes from the last checkpoint — no collective checkpoint is possible from here.
+    if (dp_.world() > 1)
+      throw Error("rank " + std::to_string(dp_.rank()) + ": " + e.what() + "; the job stops: once the data reads " +
+                  "again, continue with: ember-train --resume " + dir_.string() +
+                  (last_checkpoint_.empty() ? std::string(" (no checkpoint was written yet: start over)") : ""));
+    throw Error(stop_on_data_failure(s_, p_, position_, hash_, dir_, last_checkpoint_, checkpoint_is_current_, e));
+  }
+
+  int finish() {
+    end(RunEnd{.signal = 0, .step = p_.step, .skipped = p_.skipped, .checkpoint = last_checkpoint_});
+    return 0;
+  }
+
+ private:
+  using clock = std::chrono::steady_clock;
+
+  // The logs, in the order they are called: the trace, steps.jsonl, the metrics files, TensorBoard, the
+  // console, the report. Files are rank 0's, the console every rank's (the others' goes to /dev/null). Opening a resumed run's metrics writers drops their rows past the checkpoint, which
+  // TensorBoard's writer then reads back: they open in that order.
+  void open_logs() {
+    const std::string bits_unit = !s_.tokenizer ? "bits_per_token"
+                                  : s_.tokenizer->type() == data::Tokenizer::Type::Char ? "bits_per_char"
+                                                                                         : "bits_per_byte";
+    const std::string bits_label = bits_unit == "bits_per_char"   ? "bits/char"
+                                   : bits_unit == "bits_per_byte" ? "bits/byte"
+                                                                  : "bits/token";
+    std::unique_ptr<RunLog> metrics, steps, tb, trace;
+    if (dp_.root()) {
+      metrics = std::make_unique<MetricsLog>(dir_, o_.resume ? std::optional<int64_t>(p_.epoch) : std::nullopt, bits_unit);
+      steps = std::make_unique<StepLog>(dir_, o_.resume ? std::optional<int64_t>(p_.step) : std::nullopt);
+      if (cfg_.output.tensorboard)
+        tb = std::make_unique<TensorBoardLog>(open_tensorboard(dir_, o_.resume, p_.step, s_), s_, bits_unit);
+      if (std::ofstream file = open_trace(o_.trace_batches, o_.resume, p_.step); file.is_open()) {
+        trace = std::make_unique<TraceLog>(std::move(file), s_);
+        trace_examples_ = true;
+      }
+    }
+    for (auto* log : {&trace, &steps, &metrics, &tb})
+      if (*log) logs_.push_back(std::move(*log));
+    // The console after the files: an epoch's line is printed once its row is written.
+    logs_.push_back(std::make_unique<ConsoleLog>(out_, o_, s_.steps_per_epoch, bits_label, dir_));
+    if (dp_.root()) logs_.push_back(std::make_unique<ReportLog>(out_, dir_));
+  }
+
+  void pause() {
+    for (const auto& log : logs_) log->on_pause();
+  }
+  void end(const RunEnd& end) {
+    for (const auto& log : logs_) log->on_end(end);
+  }
+
+  // Checkpoints hold every rank's running sums (collective: called at the same step on every rank).
+  std::string checkpoint(const Progress& at, const data::LoaderState& position) {
+    const Progress all = global_progress(dp_, at);
+    return dp_.root() ? save_checkpoint(s_, all, position, hash_, dir_) : std::string("(rank 0's)");
+  }
+
+  // The correct predictions of the steps not yet added to p_.correct (a 0-d i64 on the device), read in.
+  void flush_correct() {
+    if (correct_pending_.defined()) p_.correct += correct_pending_.item<int64_t>();
+    correct_pending_ = Tensor();
+  }
+
+  const TrainOptions& o_;
+  const TrainConfig& cfg_;
+  Session& s_;
+  DataParallel& dp_;
+  const fs::path dir_;
+  const std::string hash_;
+  std::FILE* const out_;
+  const int64_t accumulate_, batches_;
+  std::vector<std::unique_ptr<RunLog>> logs_;
+  bool trace_examples_ = false;  // collect each step's dataset indices (--trace-batches)
+
+  Progress p_;
+  std::string last_checkpoint_;        // the newest good one, for the NaN message
+  bool checkpoint_is_current_ = false;  // last_checkpoint_ holds the state as it is now (no step since)
+  bool first_step_ = true;
+  Tensor correct_pending_;
+  // The epoch in progress: its start, its seconds before (a resumed epoch's), the loader position of its
+  // last completed step, and its optimizer steps done.
+  clock::time_point started_;
+  double seconds_before_ = 0;
+  data::LoaderState position_;
+  int64_t in_epoch_ = 0;
+  // The optimizer step being accumulated: its micro-batches so far, its examples (the weights'
+  // denominator), whether one was non-finite, its loss and its examples' dataset indices (for the trace).
+  int64_t micro_ = 0, group_examples_ = 0;
+  bool group_bad_ = false;
+  double group_loss_ = 0;
+  std::vector<int64_t> group_indices_;
+};
+
 }  // namespace
 
 int run_training(const TrainOptions& o) {
@@ -280,7 +733,7 @@ int run_training(const TrainOptions& o) {
   const fs::path dir = o.run_dir;
   if (!o.dry_run) ensure_writable_dir(dir);  // before loading anything: an unwritable --out fails at once
   const bool text = cfg.data.dataset == "text";
-  // A resumed text run reads its vocabulary back; a fresh one fits it (and writes vocab.json below).
+  // A resumed text run reads its vocabulary back; a fresh one fits it (and writes vocab.json).
   auto session = make_session(cfg, o.device, true, o.resume && text ? (dir / "vocab.json").string() : "");
   Session& s = *session;
   if (o.dry_run) {
@@ -295,250 +748,22 @@ int run_training(const TrainOptions& o) {
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> null_out(dp.root() ? nullptr : std::fopen("/dev/null", "w"), &std::fclose);
   std::FILE* const out = dp.root() ? o.out : null_out.get();
   if (dp.world() > 1) logger().info("data parallel: {}", dp.describe(cfg.data.batch_size));
-  Progress p;
-  std::string last_checkpoint;  // the newest good one, for the NaN message
-  bool checkpoint_is_current = false;  // last_checkpoint holds the state as it is now (no step since)
-  if (dp.root())
-    for (const auto& name : remove_stale_temporaries(dir))
-      logger().info("removed {}, left by a process killed while writing it", (dir / name).string());
-  if (o.resume) {
-    std::vector<std::string> problems;
-    const auto ckpt = newest_valid_checkpoint(dir, problems);
-    for (const auto& problem : problems) logger().warn("resume: skipping {}", problem);
-    if (!ckpt) throw ConfigError("--resume " + dir.string() + ": no usable checkpoint in the run directory");
-    p = restore(s, *ckpt, hash);
-    last_checkpoint = ckpt->source();
-    checkpoint_is_current = true;
-    logger().info("resumed from {} (epochs done: {}, step {})", ckpt->source(), p.epoch, p.step);
-  } else {
-    if (dp.root() && !list_checkpoints(dir).empty())
-      throw ConfigError("the run directory " + dir.string() + " already holds checkpoints: continue it with --resume " +
-                        dir.string() + ", or choose another with --out");
-    if (dp.root()) {
-      fs::create_directories(dir);
-      ember::save(*s.model, (dir / "init.safetensors").string());  // the weights before the first step
-      if (s.tokenizer) s.tokenizer->save((dir / "vocab.json").string());
-    }
-  }
-  // The class names (image folders, CIFAR-10): ember-eval names classes by them; a resumed run must see the same.
-  if (dp.root() && !s.class_names.empty()) {
-    const fs::path classes = dir / "classes.json";
-    if (o.resume && fs::exists(classes) && read_class_names(classes) != s.class_names)
-      throw ConfigError("--resume " + dir.string() + ": the dataset's classes are now [" + join(s.class_names) +
-                        "], but the run was started with those in " + classes.string() +
-                        "; a class folder was added, removed or renamed");
-    write_class_names(classes, s.class_names);
-  }
-  if (dp.root()) write_file_atomic(dir / "config.yaml", to_yaml(cfg));
-  const std::string bits_unit = !s.tokenizer ? "bits_per_token"
-                                : s.tokenizer->type() == data::Tokenizer::Type::Char ? "bits_per_char"
-                                                                                      : "bits_per_byte";
-  std::optional<MetricsWriter> metrics;
-  if (dp.root()) metrics.emplace(dir, o.resume ? std::optional<int64_t>(p.epoch) : std::nullopt, bits_unit);
-  std::optional<StepWriter> step_log;
-  if (dp.root()) step_log.emplace(dir, o.resume ? std::optional<int64_t>(p.step) : std::nullopt);
-  std::unique_ptr<SummaryWriter> tb;
-  if (dp.root() && cfg.output.tensorboard) tb = open_tensorboard(dir, o.resume, p.step, s);
-  std::ofstream trace = open_trace(dp.root() ? o.trace_batches : "", o.resume, p.step);
-  // Checkpoints hold every rank's running sums (collective: called at the same step on every rank).
-  const auto checkpoint = [&](const Progress& at, const data::LoaderState& position) {
-    const Progress all = global_progress(dp, at);
-    return dp.root() ? save_checkpoint(s, all, position, hash, dir) : std::string("(rank 0's)");
-  };
-  logger().info("training on {}: {} train / {} test examples, {} steps per epoch, {} epochs, run directory {}",
-             o.device.str(), s.train_set->size(), s.test_set->size(), s.steps_per_epoch, cfg.epochs, dir.string());
 
+  Run run(o, s, dp, hash, out);
+  run.open();
   SignalScope signals;
-  ProgressDisplay display(out, o.progress_bar, cfg.output.log_every_steps, s.steps_per_epoch, cfg.epochs, o.device);
-  const int64_t accumulate = cfg.optimizer.accumulate_steps;
-  const int64_t batches = s.train_loader->num_batches();
-  using clock = std::chrono::steady_clock;
-  bool first_step = true;
-  Tensor correct_pending;  // correct predictions of the steps not yet added to p.correct (0-d i64, on the device)
-  const auto flush_correct = [&] {
-    if (correct_pending.defined()) p.correct += correct_pending.item<int64_t>();
-    correct_pending = Tensor();
-  };
-  while (p.epoch < cfg.epochs) {
-    auto started = clock::now();
-    const double seconds_before = p.seconds;
-    // Where a resume would continue: the loader's position after the last completed step. A loader whose
-    // epoch failed no longer has one (its state() moves on to the next epoch), so it is kept here.
-    data::LoaderState position = s.train_loader->state();
-    // New random windows every epoch, drawn from the loader's epoch so that a resume draws the same ones.
-    if (s.train_windows) s.train_windows->set_epoch(position.epoch);
-    int64_t in_epoch = position.batch / accumulate;  // optimizer steps of this epoch done
-    // The optimizer step being accumulated: its micro-batches so far, whether one was non-finite, its
-    // examples (the weights' denominator) and the examples' dataset indices (for the trace).
-    int64_t micro = 0, group_examples = 0;
-    bool group_bad = false;
-    double group_loss = 0;
-    std::vector<int64_t> group_indices;
+  while (!run.done()) {
+    run.start_epoch();
     try {
-      for (auto it = first_batch(*s.train_loader, "training"); it != s.train_loader->end();
-           next_batch(it, "training")) {
-        const data::Batch& batch = *it;
-        // tools/startup_time.py times exec → this line (debug level: EMBER_LOG_LEVEL=debug).
-        if (first_step) logger().debug("first training step: its batch is ready"), first_step = false;
-        const int64_t batch_index = in_epoch * accumulate + micro;  // of the epoch
-        checkpoint_is_current = false;
-        if (micro == 0) {
-          s.optimizer->zero_grad();
-          group_examples = step_examples(batch_index, accumulate, batches, cfg.data.batch_size,
-                                         s.train_loader->epoch_size());
-          group_bad = false;
-          group_loss = 0;
-          group_indices.clear();
-        }
-        if (trace.is_open()) {
-          const std::vector<int64_t> idx = s.train_loader->batch_indices();
-          group_indices.insert(group_indices.end(), idx.begin(), idx.end());
-        }
-        const int64_t n = batch.target.size(0);
-        if (!group_bad) {
-          const Tensor input = batch.input.to(o.device), target = batch.target.to(o.device);
-          const Tensor output = dp.train_module().forward(input);
-          const Tensor loss = task_loss(cfg, output, target);
-          double value = loss.item<double>();
-          // With skip_nonfinite every rank must take the same branch (a backward on some ranks only would wait
-          // for the others' gradients): a non-finite loss anywhere is non-finite everywhere. Without it, the
-          // rank that meets one throws, and the job ends with it.
-          if (cfg.skip_nonfinite && dp.any(!std::isfinite(value)) && std::isfinite(value))
-            value = std::numeric_limits<double>::quiet_NaN();
-          if (!std::isfinite(value)) {
-            if (!cfg.skip_nonfinite)
-              detail::throw_error("step ", p.step + 1, " (epoch ", p.epoch + 1, "): the loss is ", value, ". ",
-                                  last_checkpoint.empty() ? std::string("No checkpoint was written yet")
-                                                          : "The last good checkpoint is " + last_checkpoint,
-                                  ". Try a lower optimizer.lr (now ", format_shortest(current_lr(s)),
-                                  "), gradient clipping (optimizer.clip_grad_norm: 1.0), or skip_nonfinite: true to "
-                                  "skip such steps");
-            group_bad = true;
-            group_loss = value;
-          } else {
-            // Weighted by the micro-batch's share of the step's examples: the accumulated gradient is that of
-            // the mean loss over all of them (one batch of accumulate × batch_size).
-            // Gradients are averaged across ranks on the step's last micro-batch only.
-            const bool last_micro = micro + 1 == accumulate || batch_index + 1 == batches;
-            const auto local_only = last_micro ? std::nullopt : dp.no_sync();
-            if (accumulate == 1) loss.backward();
-            else (loss * (static_cast<double>(n) / static_cast<double>(group_examples))).backward();
-            group_loss += value * static_cast<double>(n) / static_cast<double>(group_examples);
-            // Summed on the device; read into p.correct by flush_correct() where p is used.
-            if (const Tensor correct = correct_count(cfg, output, target); correct.defined())
-              correct_pending = correct_pending.defined() ? correct_pending + correct : correct;
-            p.predictions += target.numel();
-            p.loss_sum += value * static_cast<double>(n);
-            p.seen += n;
-          }
-        }
-        ++micro;
-        if (micro < accumulate && batch_index + 1 < batches) continue;  // the step needs more micro-batches
-        micro = 0;
-        ++p.step;
-        ++in_epoch;
-        if (group_bad) {
-          ++p.skipped;
-          logger().warn("step {}: the loss is {}; step skipped (skip_nonfinite: true)", p.step, group_loss);
-          s.optimizer->zero_grad();
-        } else {
-          finish_update(s);
-        }
-        trace_step(trace, s, p.step, group_indices);
-        p.seconds = seconds_before + std::chrono::duration<double>(clock::now() - started).count();
-        display.step(p.epoch + 1, in_epoch, p.step, group_loss, current_lr(s), p.seen, p.seconds);
-        if (step_log && p.step % cfg.output.log_every_steps == 0) {
-          const StepRow row{.step = p.step, .epoch = p.epoch + 1, .loss = group_loss, .lr = current_lr(s),
-                            .samples_per_sec = static_cast<double>(p.seen) / std::max(p.seconds, 1e-9),
-                            .memory_mib = static_cast<double>(memory_stats(o.device).allocated) / (1 << 20)};
-          step_log->append(row);
-          if (tb) {
-            for (const auto& [name, value] : step_scalars(row)) tb->add_scalar("train/" + name, value, p.step);
-            tb->flush();
-          }
-        }
-        if (tb && cfg.output.histograms_every_steps > 0 && p.step % cfg.output.histograms_every_steps == 0)
-          add_histograms(*tb, *s.model, p.step, !group_bad);
-        position = s.train_loader->state();
-        const bool stop = dp.any(g_signal.load() != 0);  // a signal to any rank stops all at the same step
-        if (stop || (cfg.output.checkpoint_every_steps > 0 && p.step % cfg.output.checkpoint_every_steps == 0)) {
-          flush_correct();
-          last_checkpoint = checkpoint(p, position);
-          checkpoint_is_current = true;
-        }
-        if (stop) {
-          display.clear();
-          const int sig = dp.any(g_signal.load() == SIGINT) ? SIGINT : SIGTERM;
-          std::fprintf(out, "%s at step %lld: wrote %s; continue with: ember-train --resume %s\n",
-                       sig == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)",
-                       static_cast<long long>(p.step), last_checkpoint.c_str(), dir.string().c_str());
-          std::fflush(out);
-          return 128 + sig;
-        }
-      }
-      display.clear();
-      flush_correct();
-      const Progress all = global_progress(dp, p);
-      const double seen = static_cast<double>(std::max<int64_t>(all.seen, 1));
-      MetricsRow row;
-      row.epoch = p.epoch + 1;
-      row.step = p.step;
-      row.lr = current_lr(s);
-      row.train_loss = all.loss_sum / seen;
-      row.samples_per_sec = static_cast<double>(all.seen) / std::max(p.seconds, 1e-9);
-      row.seconds = p.seconds;
-      if (cfg.task != "regression")
-        row.train_accuracy = static_cast<double>(all.correct) / static_cast<double>(std::max<int64_t>(all.predictions, 1));
-      const bool last = p.epoch + 1 == cfg.epochs;
-      if (cfg.eval_every_epochs > 0 && ((p.epoch + 1) % cfg.eval_every_epochs == 0 || last)) {
-        const EvalResult r = evaluate(*s.model, *s.test_loader, o.device, cfg);
-        if (last && dp.root() && !r.confusion.empty()) write_confusion(dir, r);
-        row.test_loss = r.loss;
-        row.test_accuracy = r.accuracy;
-        if (cfg.task == "language_model") {
-          row.test_bits = r.loss / std::log(2.0);
-          row.test_perplexity = std::exp(r.loss);
-        }
-      }
-      end_epoch_schedule(s, dp.from_root(row.test_loss.value_or(row.train_loss)));  // the same LR on every rank
-      if (metrics) metrics->append(row);
-      if (tb) {
-        for (const auto& [name, value] : metrics_scalars(row, "test_" + bits_unit)) tb->add_scalar("epoch/" + name, value, row.step);
-        tb->flush();
-      }
-      display.epoch_summary(row, cfg.task, bits_unit == "bits_per_char" ? "bits/char" : bits_unit == "bits_per_byte" ? "bits/byte" : "bits/token");
-      p = Progress{.epoch = p.epoch + 1, .step = p.step, .skipped = p.skipped};
-      const int64_t every = cfg.output.checkpoint_every_epochs;
-      checkpoint_is_current = last || (every > 0 && p.epoch % every == 0);
-      if (checkpoint_is_current) last_checkpoint = checkpoint(p, s.train_loader->state());
+      for (auto it = first_batch(*s.train_loader, "training"); it != s.train_loader->end(); next_batch(it, "training"))
+        if (run.micro_step(*it))
+          if (const int code = run.end_step(); code != 0) return code;
+      run.end_epoch();
     } catch (const DataError& e) {
-      // A dataset read or a loader worker failed (training batches or the evaluation). The loader stopped
-      // and joined its workers before the error got here; p and `position` are the last completed step.
-      display.clear();
-      flush_correct();
-      // Several processes: this rank's data failed while the others go on; the job ends (ember-train aborts
-      // it) and resumes from the last checkpoint — no collective checkpoint is possible from here.
-      if (dp.world() > 1)
-        throw Error("rank " + std::to_string(dp.rank()) + ": " + e.what() + "; the job stops: once the data reads " +
-                    "again, continue with: ember-train --resume " + dir.string() +
-                    (last_checkpoint.empty() ? std::string(" (no checkpoint was written yet: start over)") : ""));
-      throw Error(stop_on_data_failure(s, p, position, hash, dir, last_checkpoint, checkpoint_is_current, e));
+      run.data_failure(e);
     }
   }
-  std::fprintf(out, "done: %lld steps%s; checkpoint %s, metrics %s\n", static_cast<long long>(p.step),
-               p.skipped > 0 ? (", " + std::to_string(p.skipped) + " skipped (non-finite loss)").c_str() : "",
-               last_checkpoint.c_str(), (dir / "metrics.jsonl").string().c_str());
-  if (dp.root()) {
-    // The report is a view of files already written: failing to write it loses nothing of the run.
-    try {
-      write_report(dir);
-      std::fprintf(out, "report %s\n", (dir / "report.html").string().c_str());
-    } catch (const std::exception& e) {
-      logger().warn("could not write the run report (the run itself is complete): {}; retry with: ember-report {}",
-                    e.what(), dir.string());
-    }
-  }
-  return 0;
+  return run.finish();
 }
 
 }  // namespace ember::app

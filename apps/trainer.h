@@ -23,6 +23,11 @@
 // before that kills the process at once.
 // A NaN/Inf loss throws ember::Error naming the step, the last good checkpoint and what to try, unless
 // config.skip_nonfinite (then the step is skipped with a warning).
+//
+// In trainer.cpp the loop is a Run's named steps (open the run; per epoch: start, a micro step per batch and
+// an end step per optimizer step, end of epoch; a data failure; finish), and everything a run reports goes
+// through one interface, RunLog (on_step, on_pause, on_epoch, on_end), implemented once per writer: the
+// --trace-batches file, steps.jsonl, metrics.jsonl/csv, TensorBoard, the console and the run report.
 #include <cstdio>
 #include <string>
 

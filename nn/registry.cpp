@@ -4,20 +4,27 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <span>
+#include <stdexcept>
 
 #include "autograd/grad_mode.h"
+#include "nn/schema.h"
 #include "nn/transformer.h"
 #include "nn/rnn.h"
 
 namespace ember::nn {
 namespace {
 
-// What one spec gives a layer factory: typed access that records which keys were used and reports
-// wrong types with the spec's location.
+using schema::Kind;
+using Row = schema::KeyRow;
+
+// What one spec gives a layer factory: its values, typed, with the defaults of its type's key rows. The
+// values a spec gives were checked against the rows before (check_args: kinds, ranges, choices); a read
+// here of a key without a row, or as another kind, is a bug of the table (std::logic_error).
 class Args {
  public:
-  Args(const LayerSpec& spec, const Shape& in, DType dtype, int64_t vocab_size)
-      : in(in), dtype(dtype), spec_(spec), vocab_size_(vocab_size) {}
+  Args(const LayerSpec& spec, const std::vector<Row>& rows, const Shape& in, DType dtype, int64_t vocab_size)
+      : in(in), dtype(dtype), spec_(spec), rows_(rows), vocab_size_(vocab_size) {}
 
   const Shape in;     // the sample shape entering this layer (no batch dim)
   const DType dtype;  // and its dtype (i64: token ids)
@@ -37,41 +44,23 @@ class Args {
   }
 
   bool has(const std::string& key) const { return find(key) != nullptr; }
-  int64_t integer(const std::string& key, std::optional<int64_t> fallback = std::nullopt) const {
-    const SpecValue* v = find(key);
-    if (v == nullptr) return required(key, fallback);
-    if (const auto* i = std::get_if<int64_t>(v)) return *i;
-    fail(key, "an integer");
+  // The value of `key`, or its row's default. The `computed` overloads are for rows whose default depends on
+  // the input (Row::default_is): they give it.
+  int64_t integer(const std::string& key) const { return std::get<int64_t>(value(key, Kind::integer)); }
+  int64_t integer(const std::string& key, int64_t computed) const {
+    return std::get<int64_t>(value(key, Kind::integer, computed));
   }
-  double number(const std::string& key, double fallback) const {
-    const SpecValue* v = find(key);
-    if (v == nullptr) return fallback;
-    if (const auto* d = std::get_if<double>(v)) return *d;
-    if (const auto* i = std::get_if<int64_t>(v)) return static_cast<double>(*i);
-    fail(key, "a number");
+  double number(const std::string& key) const {
+    const schema::Value v = value(key, Kind::number);
+    if (const auto* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
+    return std::get<double>(v);
   }
-  bool boolean(const std::string& key, bool fallback) const {
-    const SpecValue* v = find(key);
-    if (v == nullptr) return fallback;
-    if (const auto* b = std::get_if<bool>(v)) return *b;
-    fail(key, "true or false");
-  }
-  std::string text(const std::string& key, const std::string& fallback) const {
-    const SpecValue* v = find(key);
-    if (v == nullptr) return fallback;
-    if (const auto* t = std::get_if<std::string>(v)) return *t;
-    fail(key, "a string");
-  }
+  bool boolean(const std::string& key) const { return std::get<bool>(value(key, Kind::boolean)); }
+  std::string text(const std::string& key) const { return std::get<std::string>(value(key, Kind::choice)); }
   // An int n means (n, n); a list of two ints (h, w).
-  std::pair<int64_t, int64_t> pair(const std::string& key, std::optional<int64_t> fallback = std::nullopt) const {
-    const SpecValue* v = find(key);
-    if (v == nullptr) {
-      const int64_t n = required(key, fallback);
-      return {n, n};
-    }
-    if (const auto* i = std::get_if<int64_t>(v)) return {*i, *i};
-    if (const auto* l = std::get_if<std::vector<int64_t>>(v); l != nullptr && l->size() == 2) return {(*l)[0], (*l)[1]};
-    fail(key, "an integer or a list of two integers [h, w]");
+  std::pair<int64_t, int64_t> pair(const std::string& key) const { return as_pair(value(key, Kind::pair)); }
+  std::pair<int64_t, int64_t> pair(const std::string& key, int64_t computed) const {
+    return as_pair(value(key, Kind::pair, computed));
   }
   [[noreturn]] void error(const std::string& what) const {
     detail::throw_error(spec_.where, " (", spec_.type, "): ", what);
@@ -83,20 +72,72 @@ class Args {
       if (k == key) return &v;
     return nullptr;
   }
-  int64_t required(const std::string& key, std::optional<int64_t> fallback) const {
-    if (fallback) return *fallback;
-    error("missing required key '" + key + "'");
+  static std::pair<int64_t, int64_t> as_pair(const schema::Value& v) {
+    if (const auto* i = std::get_if<int64_t>(&v)) return {*i, *i};
+    const auto& l = std::get<std::vector<int64_t>>(v);
+    return {l[0], l[1]};
   }
-  [[noreturn]] void fail(const std::string& key, const char* expected) const {
-    error("'" + key + "' must be " + expected);
+  // The spec's value as a schema value, else the row's default (`computed` for a computed one).
+  schema::Value value(const std::string& key, Kind kind, std::optional<int64_t> computed = std::nullopt) const {
+    const auto row = std::find_if(rows_.begin(), rows_.end(), [&](const Row& r) { return r.path == key; });
+    if (row == rows_.end() || row->kind != kind || computed.has_value() != !row->default_doc.empty())
+      throw std::logic_error("layer registry: " + spec_.type + " reads '" + key + "' unlike its key row");
+    if (const SpecValue* v = find(key))
+      return std::visit([](const auto& x) -> schema::Value { return x; }, *v);
+    if (row->required) error("missing required key '" + key + "'");
+    if (computed) return *computed;
+    return *row->fallback;
   }
 
   const LayerSpec& spec_;
+  const std::vector<Row>& rows_;
   int64_t vocab_size_;
 };
 
+// Checks the values a spec gives against its type's rows: the kind, then the range or the choices.
+void check_args(const LayerSpec& spec, const std::vector<Row>& rows) {
+  const auto fail = [&](const std::string& key, const std::string& what) {
+    detail::throw_error(spec.where, " (", spec.type, "): '", key, "' must be ", what);
+  };
+  for (const auto& [key, value] : spec.args) {
+    const Row& row = *std::find_if(rows.begin(), rows.end(), [&](const Row& r) { return r.path == key; });
+    const auto* i = std::get_if<int64_t>(&value);
+    const auto* d = std::get_if<double>(&value);
+    const auto* list = std::get_if<std::vector<int64_t>>(&value);
+    std::optional<double> number;  // the value a range applies to
+    switch (row.kind) {
+      case Kind::integer:
+        if (i == nullptr) fail(key, "an integer");
+        number = static_cast<double>(*i);
+        break;
+      case Kind::number:
+        if (i == nullptr && d == nullptr) fail(key, "a number");
+        number = d != nullptr ? *d : static_cast<double>(*i);
+        break;
+      case Kind::boolean:
+        if (!std::holds_alternative<bool>(value)) fail(key, "true or false");
+        break;
+      case Kind::choice: {
+        const auto* t = std::get_if<std::string>(&value);
+        if (t == nullptr) fail(key, "a string");
+        if (std::find(row.choices.begin(), row.choices.end(), *t) == row.choices.end())
+          fail(key, schema::choices_phrase(row.choices) + ", got '" + *t + "'");
+        break;
+      }
+      case Kind::pair:
+        if (i == nullptr && (list == nullptr || list->size() != 2))
+          fail(key, "an integer or a list of two integers [h, w]");
+        break;
+      default: throw std::logic_error("layer registry: " + spec.type + "." + key + " has a kind specs cannot give");
+    }
+    // The value as it would print: integers as integers, numbers with six decimals (std::to_string).
+    if (number && !schema::in_range(*number, row.range))
+      fail(key, schema::range_phrase(row.range) + ", got " + (i != nullptr ? std::to_string(*i) : std::to_string(*number)));
+  }
+}
+
 struct Entry {
-  std::vector<std::string> keys;  // required first
+  std::vector<Row> keys;  // required first
   std::function<std::shared_ptr<Module>(const Args&, Generator*)> make;
   bool whole_model = false;  // a complete model: the only spec, built unwrapped (build_model)
 };
@@ -107,15 +148,13 @@ int64_t need_channels(const Args& a, const char* what) {
   return a.in[0];
 }
 
+ExpandingArray<2> hw(std::pair<int64_t, int64_t> p) { return ExpandingArray<2>{p.first, p.second}; }
+
 Pool2dOptions pool_options(const Args& a) {
-  const auto pair = [&](const char* key, std::optional<int64_t> fallback = std::nullopt) {
-    const auto [h, w] = a.pair(key, fallback);
-    return ExpandingArray<2>{h, w};
-  };
-  return Pool2dOptions(pair("kernel_size"))
-      .stride(pair("stride", 0))
-      .padding(pair("padding", 0))
-      .ceil_mode(a.boolean("ceil_mode", false));
+  return Pool2dOptions(hw(a.pair("kernel_size")))
+      .stride(hw(a.pair("stride", 0)))  // 0: Pool2dOptions' "the kernel size", as the row's default says
+      .padding(hw(a.pair("padding")))
+      .ceil_mode(a.boolean("ceil_mode"));
 }
 
 // The input-size keys of PyTorch's constructors that a spec does not take: the registry infers them from
@@ -132,205 +171,236 @@ constexpr InferredKey kInferredKeys[] = {
     {"lstm", "input_size", "the input's features"},     {"gru", "input_size", "the input's features"},
 };
 
-// --- helpers of the recurrent entries ---
-int64_t positive(const Args& a, const std::string& key, std::optional<int64_t> fallback) {
-  const int64_t v = a.integer(key, fallback);
-  if (v <= 0) a.error("'" + key + "' must be positive, got " + std::to_string(v));
-  return v;
-}
-double unit_interval(const Args& a, const std::string& key, double fallback) {
-  const double v = a.number(key, fallback);
-  if (!(v >= 0 && v < 1)) a.error("'" + key + "' must be in [0, 1), got " + std::to_string(v));
-  return v;
-}
 // lstm / gru on a sequence [T, C] (batches [N, T, C]: batch_first), output [T, D·H].
 template <typename Layer>
 std::shared_ptr<Module> make_recurrent(const Args& a, Generator* gen) {
   if (a.in.size() != 2 || a.dtype == DType::i64)
     a.error("a recurrent layer needs a floating sequence [T, features], but the input here is " +
             std::string(dtype_name(a.dtype)) + " " + a.in.str() + (a.dtype == DType::i64 ? "; put an embedding before it" : ""));
-  const auto o = RNNOptions(a.in[1], positive(a, "hidden_size", std::nullopt))
-                     .num_layers(positive(a, "num_layers", 1))
-                     .dropout(unit_interval(a, "dropout", 0.0))
-                     .bidirectional(a.boolean("bidirectional", false))
-                     .bias(a.boolean("bias", true))
+  const auto o = RNNOptions(a.in[1], a.integer("hidden_size"))
+                     .num_layers(a.integer("num_layers"))
+                     .dropout(a.number("dropout"))
+                     .bidirectional(a.boolean("bidirectional"))
+                     .bias(a.boolean("bias"))
                      .batch_first(true);
   return std::make_shared<Layer>(o, gen);
 }
 
+// --- the key rows that several types share ---
+Row bias_row(bool fallback) { return Row("bias", Kind::boolean).def(fallback).doc("Learn an additive bias."); }
+Row window_row(const char* key, int64_t fallback, const char* what) {
+  return Row(key, Kind::pair).def(fallback).doc(what);
+}
+std::vector<Row> conv_rows(Kind size) {
+  const auto row = [&](const char* key) { return Row(key, size); };
+  return {Row("out_channels", Kind::integer).req().doc("Output channels (the input's are inferred)."),
+          row("kernel_size").req().doc(size == Kind::pair ? "The window: n (n × n) or [h, w]." : "The window's length."),
+          row("stride").def(1).doc("The window's step."),
+          row("padding").def(0).doc("Zeros added on each side."),
+          row("dilation").def(1).doc("The spacing of the window's taps."),
+          Row("groups", Kind::integer).def(1).doc("Blocked connections: in and out channels split into this many groups."),
+          bias_row(true)};
+}
+std::vector<Row> pool_rows(bool count_include_pad) {
+  std::vector<Row> rows = {
+      Row("kernel_size", Kind::pair).req().doc("The window: n (n × n) or [h, w]."),
+      Row("stride", Kind::pair).default_is("`kernel_size`").doc("The window's step."),
+      window_row("padding", 0, "Padding on each side (at most half the kernel): -inf for max, 0 for average.")};
+  if (count_include_pad)
+    rows.push_back(Row("count_include_pad", Kind::boolean).def(true).doc("Count the padding zeros in the average."));
+  rows.push_back(Row("ceil_mode", Kind::boolean).def(false).doc("Round the output size up (a last partial window)."));
+  return rows;
+}
+std::vector<Row> recurrent_rows() {
+  return {Row("hidden_size", Kind::integer).req().in("> 0").doc("Features of the hidden state (per direction)."),
+          Row("num_layers", Kind::integer).def(1).in("> 0").doc("Stacked layers."),
+          Row("dropout", Kind::number).def(0.0).in("in [0, 1)").doc("Dropout on each layer's output but the last (training)."),
+          Row("bidirectional", Kind::boolean).def(false).doc("Also run backwards; the output doubles its features."),
+          bias_row(true)};
+}
+Row dropout_row(double fallback, const char* what) {
+  return Row("dropout", Kind::number).def(fallback).in("in [0, 1)").doc(what);
+}
+
 const std::map<std::string, Entry>& table() {
+  static const RNNLMOptions rnn_lm;  // its defaults are the rows'
+  static const GPTOptions gpt;
   static const std::map<std::string, Entry> t = {
       {"linear",
-       {{"out_features", "bias"},
+       {{Row("out_features", Kind::integer).req().doc("Output features (the input's are inferred)."), bias_row(true)},
         [](const Args& a, Generator* gen) -> std::shared_ptr<Module> {
           // [features], or [T, features] (a sequence: applied to each step, as PyTorch's Linear on the last dim)
           if (a.in.size() != 1 && a.in.size() != 2)
             a.error("linear needs input [features] or [T, features], but the input here is " + a.in.str() +
                     "; add {type: flatten} before it");
-          return std::make_shared<Linear>(a.in.back(), a.integer("out_features"), a.boolean("bias", true), gen);
+          return std::make_shared<Linear>(a.in.back(), a.integer("out_features"), a.boolean("bias"), gen);
         }}},
       {"conv2d",
-       {{"out_channels", "kernel_size", "stride", "padding", "dilation", "groups", "bias"},
+       {conv_rows(Kind::pair),
         [](const Args& a, Generator* gen) -> std::shared_ptr<Module> {
-          const auto pair = [&](const char* key, std::optional<int64_t> fallback = std::nullopt) {
-            const auto [h, w] = a.pair(key, fallback);
-            return ExpandingArray<2>{h, w};
-          };
-          const auto o = Conv2dOptions(need_channels(a, "conv2d"), a.integer("out_channels"), pair("kernel_size"))
-                             .stride(pair("stride", 1))
-                             .padding(pair("padding", 0))
-                             .dilation(pair("dilation", 1))
-                             .groups(a.integer("groups", 1))
-                             .bias(a.boolean("bias", true));
+          const auto o = Conv2dOptions(need_channels(a, "conv2d"), a.integer("out_channels"), hw(a.pair("kernel_size")))
+                             .stride(hw(a.pair("stride")))
+                             .padding(hw(a.pair("padding")))
+                             .dilation(hw(a.pair("dilation")))
+                             .groups(a.integer("groups"))
+                             .bias(a.boolean("bias"));
           return std::make_shared<Conv2d>(o, gen);
         }}},
       {"conv1d",
-       {{"out_channels", "kernel_size", "stride", "padding", "dilation", "groups", "bias"},
+       {conv_rows(Kind::integer),
         [](const Args& a, Generator* gen) -> std::shared_ptr<Module> {
           if (a.in.size() != 2)
             a.error("conv1d needs sequence input [C, L], but the input here is " + a.in.str() + " (one sample, no batch dim)");
           const auto o = Conv1dOptions(a.in[0], a.integer("out_channels"), a.integer("kernel_size"))
-                             .stride(a.integer("stride", 1))
-                             .padding(a.integer("padding", 0))
-                             .dilation(a.integer("dilation", 1))
-                             .groups(a.integer("groups", 1))
-                             .bias(a.boolean("bias", true));
+                             .stride(a.integer("stride"))
+                             .padding(a.integer("padding"))
+                             .dilation(a.integer("dilation"))
+                             .groups(a.integer("groups"))
+                             .bias(a.boolean("bias"));
           return std::make_shared<Conv1d>(o, gen);
         }}},
       {"max_pool2d",
-       {{"kernel_size", "stride", "padding", "ceil_mode"},
+       {pool_rows(false),
         [](const Args& a, Generator*) -> std::shared_ptr<Module> { return std::make_shared<MaxPool2d>(pool_options(a)); }}},
       {"avg_pool2d",
-       {{"kernel_size", "stride", "padding", "count_include_pad", "ceil_mode"},
+       {pool_rows(true),
         [](const Args& a, Generator*) -> std::shared_ptr<Module> {
-          return std::make_shared<AvgPool2d>(pool_options(a).count_include_pad(a.boolean("count_include_pad", true)));
+          return std::make_shared<AvgPool2d>(pool_options(a).count_include_pad(a.boolean("count_include_pad")));
         }}},
       {"adaptive_avg_pool2d",
-       {{"output_size"},
+       {{window_row("output_size", 1, "The output's size: n (n × n) or [h, w], whatever the input's.")},
         [](const Args& a, Generator*) -> std::shared_ptr<Module> {
-          const auto [h, w] = a.pair("output_size", 1);
+          const auto [h, w] = a.pair("output_size");
           return std::make_shared<AdaptiveAvgPool2d>(h, w);
         }}},
       {"adaptive_max_pool2d",
-       {{"output_size"},
+       {{Row("output_size", Kind::pair).req().doc("The output's size: n (n × n) or [h, w], whatever the input's.")},
         [](const Args& a, Generator*) -> std::shared_ptr<Module> {
           const auto [h, w] = a.pair("output_size");
           return std::make_shared<AdaptiveMaxPool2d>(h, w);
         }}},
       {"batch_norm",
-       {{"eps", "momentum", "affine"},
+       {{Row("eps", Kind::number).def(1e-5).doc("Added to the variance."),
+         Row("momentum", Kind::number).def(0.1).doc("The running statistics' update factor."),
+         Row("affine", Kind::boolean).def(true).doc("Learn a scale and shift per channel.")},
         [](const Args& a, Generator*) -> std::shared_ptr<Module> {
-          const double eps = a.number("eps", 1e-5), momentum = a.number("momentum", 0.1);
-          const bool affine = a.boolean("affine", true);
+          const double eps = a.number("eps"), momentum = a.number("momentum");
+          const bool affine = a.boolean("affine");
           if (a.in.size() == 3) return std::make_shared<BatchNorm2d>(a.in[0], eps, momentum, affine);
           if (a.in.size() == 1 || a.in.size() == 2) return std::make_shared<BatchNorm1d>(a.in[0], eps, momentum, affine);
           a.error("batch_norm needs input [features], [C, L] or [C, H, W], got " + a.in.str());
         }}},
       {"layer_norm",
-       {{"eps", "affine"},
+       {{Row("eps", Kind::number).def(1e-5).doc("Added to the variance."),
+         Row("affine", Kind::boolean).def(true).doc("Learn a scale and shift per feature.")},
         [](const Args& a, Generator*) -> std::shared_ptr<Module> {
           if (a.in.empty()) a.error("layer_norm needs at least one input dim");
-          return std::make_shared<LayerNorm>(Shape{a.in.back()}, a.number("eps", 1e-5), a.boolean("affine", true));
+          return std::make_shared<LayerNorm>(Shape{a.in.back()}, a.number("eps"), a.boolean("affine"));
         }}},
       {"embedding",
-       {{"embedding_dim", "padding_idx"},
+       {{Row("embedding_dim", Kind::integer).req().doc("Features per token (the vocabulary size comes from the data)."),
+         Row("padding_idx", Kind::integer).default_is("none").doc("A token whose vector stays zero and gets no gradient.")},
         [](const Args& a, Generator* gen) -> std::shared_ptr<Module> {
           a.need_tokens("embedding");
           const int64_t vocab = a.vocab("embedding");
           if (!a.has("padding_idx")) return std::make_shared<Embedding>(vocab, a.integer("embedding_dim"), gen);
           return std::make_shared<Embedding>(vocab, a.integer("embedding_dim"),
-                                             functional::EmbeddingFuncOptions{.padding_idx = a.integer("padding_idx")}, gen);
+                                             functional::EmbeddingFuncOptions{.padding_idx = a.integer("padding_idx", 0)},
+                                             gen);
         }}},
       {"dropout",
-       {{"p"},
-        [](const Args& a, Generator* gen) -> std::shared_ptr<Module> {
-          const double p = a.number("p", 0.5);
-          if (!(p >= 0 && p < 1)) a.error("'p' must be in [0, 1), got " + std::to_string(p));
-          return std::make_shared<Dropout>(p, gen);
-        }}},
+       {{Row("p", Kind::number).def(0.5).in("in [0, 1)").doc("The probability that an element is zeroed (training).")},
+        [](const Args& a, Generator* gen) -> std::shared_ptr<Module> { return std::make_shared<Dropout>(a.number("p"), gen); }}},
       {"flatten",
-       {{"start_dim", "end_dim"},
+       {{Row("start_dim", Kind::integer).def(1).doc("The first dim flattened (0: the batch dim)."),
+         Row("end_dim", Kind::integer).def(-1).doc("The last dim flattened.")},
         [](const Args& a, Generator*) -> std::shared_ptr<Module> {
-          return std::make_shared<Flatten>(a.integer("start_dim", 1), a.integer("end_dim", -1));
+          return std::make_shared<Flatten>(a.integer("start_dim"), a.integer("end_dim"));
         }}},
 #define EMBER_X(Name, type, expr) \
   {type, {{}, [](const Args&, Generator*) -> std::shared_ptr<Module> { return std::make_shared<Name>(); }}},
       EMBER_ACTIVATION_LAYERS(EMBER_X)
 #undef EMBER_X
       {"gelu",
-       {{"approximate"},
-        [](const Args& a, Generator*) -> std::shared_ptr<Module> {
-          const std::string approximate = a.text("approximate", "none");
-          if (approximate != "none" && approximate != "tanh")
-            a.error("'approximate' must be none or tanh, got '" + approximate + "'");
-          return std::make_shared<GELU>(approximate);
-        }}},
+       {{Row("approximate", Kind::choice).def("none").one_of({"none", "tanh"}).doc("none: the exact erf form; tanh: its tanh approximation.")},
+        [](const Args& a, Generator*) -> std::shared_ptr<Module> { return std::make_shared<GELU>(a.text("approximate")); }}},
       {"leaky_relu",
-       {{"negative_slope"},
+       {{Row("negative_slope", Kind::number).def(0.01).doc("The slope below 0.")},
         [](const Args& a, Generator*) -> std::shared_ptr<Module> {
-          return std::make_shared<LeakyReLU>(a.number("negative_slope", 0.01));
+          return std::make_shared<LeakyReLU>(a.number("negative_slope"));
         }}},
-      {"elu", {{"alpha"}, [](const Args& a, Generator*) -> std::shared_ptr<Module> { return std::make_shared<ELU>(a.number("alpha", 1.0)); }}},
+      {"elu",
+       {{Row("alpha", Kind::number).def(1.0).doc("The value approached below 0 is -alpha.")},
+        [](const Args& a, Generator*) -> std::shared_ptr<Module> { return std::make_shared<ELU>(a.number("alpha")); }}},
       {"softplus",
-       {{"beta", "threshold"},
+       {{Row("beta", Kind::number).def(1.0).doc("log(1 + exp(beta · x)) / beta; not 0."),
+         Row("threshold", Kind::number).def(20.0).doc("Where beta · x exceeds it, the output is x (linear there).")},
         [](const Args& a, Generator*) -> std::shared_ptr<Module> {
-          const double beta = a.number("beta", 1.0);
+          const double beta = a.number("beta");
           if (beta == 0) a.error("'beta' must not be 0");
-          return std::make_shared<Softplus>(beta, a.number("threshold", 20.0));
+          return std::make_shared<Softplus>(beta, a.number("threshold"));
         }}},
       {"hardtanh",
-       {{"min_val", "max_val"},
+       {{Row("min_val", Kind::number).def(-1.0).doc("The lower clamp."),
+         Row("max_val", Kind::number).def(1.0).doc("The upper clamp (at least min_val).")},
         [](const Args& a, Generator*) -> std::shared_ptr<Module> {
-          const double lo = a.number("min_val", -1.0), hi = a.number("max_val", 1.0);
+          const double lo = a.number("min_val"), hi = a.number("max_val");
           if (lo > hi) a.error("'min_val' must not exceed 'max_val'");
           return std::make_shared<Hardtanh>(lo, hi);
         }}},
       {"softmax",
-       {{"dim"}, [](const Args& a, Generator*) -> std::shared_ptr<Module> { return std::make_shared<Softmax>(a.integer("dim", -1)); }}},
+       {{Row("dim", Kind::integer).def(-1).doc("The dim that sums to 1 (counting the batch dim).")},
+        [](const Args& a, Generator*) -> std::shared_ptr<Module> { return std::make_shared<Softmax>(a.integer("dim")); }}},
       // --- sequence models: transformer layers over [T, D], and the whole GPT over token ids [T] ---
       {"position_embedding",
-       {{"kind"},
+       {{Row("kind", Kind::choice).def("learned").one_of({"learned", "sinusoidal"})
+             .doc("learned: a trained [T, D] table; sinusoidal: the fixed sines and cosines (no parameters).")},
         [](const Args& a, Generator* gen) -> std::shared_ptr<Module> {
           if (a.in.size() != 2)
             a.error("position_embedding needs a sequence [T, D] (after an embedding), but the input here is " + a.in.str());
-          const std::string kind = a.text("kind", "learned");
           // max_len is the input's T: the data's context
-          if (kind == "learned") return std::make_shared<LearnedPositionalEmbedding>(a.in[0], a.in[1], gen);
-          if (kind == "sinusoidal") return std::make_shared<SinusoidalPositionalEncoding>(a.in[0], a.in[1]);
-          a.error("'kind' must be learned or sinusoidal, got '" + kind + "'");
+          if (a.text("kind") == "learned") return std::make_shared<LearnedPositionalEmbedding>(a.in[0], a.in[1], gen);
+          return std::make_shared<SinusoidalPositionalEncoding>(a.in[0], a.in[1]);
         }}},
       {"transformer_block",
-       {{"heads", "dim_feedforward", "dropout", "activation", "norm_first", "causal"},
+       {{Row("heads", Kind::integer).req().doc("Attention heads; they divide the input's dim."),
+         Row("dim_feedforward", Kind::integer).default_is("4 × the input's dim").in("> 0").doc("The MLP's hidden features."),
+         dropout_row(0.1, "Dropout on the attention weights and after the attention and the MLP (training)."),
+         Row("activation", Kind::choice).def("gelu").one_of({"relu", "gelu"}).doc("The MLP's activation."),
+         Row("norm_first", Kind::boolean).def(true).doc("Layer norm before attention and MLP (pre-norm, GPT-2's), else after."),
+         Row("causal", Kind::boolean).def(true).doc("Each position attends to itself and earlier ones only.")},
         [](const Args& a, Generator* gen) -> std::shared_ptr<Module> {
           if (a.in.size() != 2)
             a.error("transformer_block needs a sequence [T, D] (after an embedding), but the input here is " + a.in.str());
           const int64_t d = a.in[1], heads = a.integer("heads");
           if (heads <= 0 || d % heads != 0)
             a.error("'heads' (" + std::to_string(heads) + ") must be positive and divide the input's dim " + std::to_string(d));
-          const double p = a.number("dropout", 0.1);
-          if (!(p >= 0 && p < 1)) a.error("'dropout' must be in [0, 1), got " + std::to_string(p));
-          const std::string activation = a.text("activation", "gelu");
-          if (activation != "relu" && activation != "gelu") a.error("'activation' must be relu or gelu, got '" + activation + "'");
-          const int64_t ff = a.integer("dim_feedforward", 4 * d);
-          if (ff <= 0) a.error("'dim_feedforward' must be positive, got " + std::to_string(ff));
           return std::make_shared<TransformerBlock>(TransformerEncoderLayerOptions{.d_model = d,
                                                                                    .nhead = heads,
-                                                                                   .dim_feedforward = ff,
-                                                                                   .dropout = p,
-                                                                                   .activation = activation,
+                                                                                   .dim_feedforward = a.integer("dim_feedforward", 4 * d),
+                                                                                   .dropout = a.number("dropout"),
+                                                                                   .activation = a.text("activation"),
                                                                                    .batch_first = true,
-                                                                                   .norm_first = a.boolean("norm_first", true)},
-                                                    a.boolean("causal", true), gen);
+                                                                                   .norm_first = a.boolean("norm_first")},
+                                                    a.boolean("causal"), gen);
         }}},
       {"lm_head",
-       {{"bias"},
+       {{bias_row(false)},
         [](const Args& a, Generator* gen) -> std::shared_ptr<Module> {
           if (a.in.size() != 1 && a.in.size() != 2)
             a.error("lm_head needs [T, D] or [D], but the input here is " + a.in.str());
-          return std::make_shared<Linear>(a.in.back(), a.vocab("lm_head"), a.boolean("bias", false), gen);
+          return std::make_shared<Linear>(a.in.back(), a.vocab("lm_head"), a.boolean("bias"), gen);
         }}},
       {"gpt",
-       {{"layers", "heads", "dim", "context", "dropout", "mlp_ratio", "position", "tie_weights", "bias"},
+       {{Row("layers", Kind::integer).def(gpt.layers).doc("Transformer blocks."),
+         Row("heads", Kind::integer).def(gpt.heads).doc("Attention heads per block; they divide dim."),
+         Row("dim", Kind::integer).def(gpt.dim).doc("Features per token."),
+         Row("context", Kind::integer).default_is("data.context").doc("The most positions; must equal data.context."),
+         Row("dropout", Kind::number).def(gpt.dropout).doc("Dropout on the embeddings and in every block (training)."),
+         Row("mlp_ratio", Kind::integer).def(gpt.mlp_ratio).doc("The blocks' MLP has mlp_ratio × dim hidden features."),
+         Row("position", Kind::choice).def(gpt.position).one_of({"learned", "sinusoidal"}).doc("The position embedding."),
+         Row("tie_weights", Kind::boolean).def(gpt.tie_weights).doc("The head reuses the token embedding's weights."),
+         Row("bias", Kind::boolean).def(gpt.bias).doc("Biases in the linears, attention and layer norms.")},
         [](const Args& a, Generator* gen) -> std::shared_ptr<Module> {
           a.need_tokens("gpt");
           if (a.in.size() != 1) a.error("gpt takes token windows [T], but the input here is " + a.in.str());
@@ -340,14 +410,14 @@ const std::map<std::string, Entry>& table() {
                     std::to_string(a.in[0]) + " tokens): set data.context to the same value, or leave context out");
           GPTOptions o{.vocab_size = a.vocab("gpt"),
                        .context = context,
-                       .dim = a.integer("dim", 128),
-                       .layers = a.integer("layers", 4),
-                       .heads = a.integer("heads", 4),
-                       .mlp_ratio = a.integer("mlp_ratio", 4),
-                       .dropout = a.number("dropout", 0.1),
-                       .position = a.text("position", "learned"),
-                       .tie_weights = a.boolean("tie_weights", true),
-                       .bias = a.boolean("bias", true)};
+                       .dim = a.integer("dim"),
+                       .layers = a.integer("layers"),
+                       .heads = a.integer("heads"),
+                       .mlp_ratio = a.integer("mlp_ratio"),
+                       .dropout = a.number("dropout"),
+                       .position = a.text("position"),
+                       .tie_weights = a.boolean("tie_weights"),
+                       .bias = a.boolean("bias")};
           try {
             return std::make_shared<GPT>(o, gen);
           } catch (const Error& e) {
@@ -356,22 +426,27 @@ const std::map<std::string, Entry>& table() {
           },
           /*whole_model=*/true}},
       // --- recurrent layers (nn/rnn.h): [T, C] → [T, D·H] (batch_first), and the recurrent language model ---
-      {"lstm", {{"hidden_size", "num_layers", "dropout", "bidirectional", "bias"}, make_recurrent<LSTM>}},
-      {"gru", {{"hidden_size", "num_layers", "dropout", "bidirectional", "bias"}, make_recurrent<GRU>}},
+      {"lstm", {recurrent_rows(), make_recurrent<LSTM>}},
+      {"gru", {recurrent_rows(), make_recurrent<GRU>}},
       {"rnn_lm",
-       {{"cell", "embedding_dim", "hidden_size", "num_layers", "dropout", "tie_weights"},
+       {{Row("cell", Kind::choice).def(rnn_lm.cell).one_of({"lstm", "gru"}).doc("The recurrent layers' kind."),
+         Row("embedding_dim", Kind::integer).def(rnn_lm.embedding_dim).in("> 0").doc("Features per token."),
+         Row("hidden_size", Kind::integer).def(rnn_lm.hidden_size).in("> 0").doc("Features of the hidden state."),
+         Row("num_layers", Kind::integer).def(rnn_lm.num_layers).in("> 0").doc("Stacked recurrent layers."),
+         dropout_row(rnn_lm.dropout, "Dropout on the embeddings, between the layers and on the last output (training)."),
+         Row("tie_weights", Kind::boolean).def(rnn_lm.tie_weights)
+             .doc("The head reuses the embedding's weights (needs embedding_dim == hidden_size).")},
         [](const Args& a, Generator* gen) -> std::shared_ptr<Module> {
           a.need_tokens("rnn_lm");
           if (a.in.size() != 1) a.error("rnn_lm takes a window of token ids [T], but the input here is " + a.in.str());
           RNNLMOptions o;
           o.vocab_size = a.vocab("rnn_lm");
-          o.cell = a.text("cell", o.cell);
-          if (o.cell != "lstm" && o.cell != "gru") a.error("'cell' must be lstm or gru, got '" + o.cell + "'");
-          o.embedding_dim = positive(a, "embedding_dim", o.embedding_dim);
-          o.hidden_size = positive(a, "hidden_size", o.hidden_size);
-          o.num_layers = positive(a, "num_layers", o.num_layers);
-          o.dropout = unit_interval(a, "dropout", o.dropout);
-          o.tie_weights = a.boolean("tie_weights", false);
+          o.cell = a.text("cell");
+          o.embedding_dim = a.integer("embedding_dim");
+          o.hidden_size = a.integer("hidden_size");
+          o.num_layers = a.integer("num_layers");
+          o.dropout = a.number("dropout");
+          o.tie_weights = a.boolean("tie_weights");
           if (o.tie_weights && o.embedding_dim != o.hidden_size)
             a.error("'tie_weights: true' needs embedding_dim == hidden_size (the head reuses the embedding), got " +
                     std::to_string(o.embedding_dim) + " and " + std::to_string(o.hidden_size));
@@ -391,8 +466,15 @@ std::vector<std::string> layer_types() {
 }
 
 std::vector<std::string> layer_keys(const std::string& type) {
+  std::vector<std::string> out;
+  for (const schema::Key* k : layer_key_rows(type)) out.push_back(k->path);
+  return out;
+}
+
+std::vector<const schema::Key*> layer_key_rows(const std::string& type) {
   const auto it = table().find(type);
-  return it == table().end() ? std::vector<std::string>{} : it->second.keys;
+  if (it == table().end()) return {};
+  return schema::keys_of(std::span<const Row>(it->second.keys));
 }
 
 std::string inferred_key_message(const std::string& type, const std::string& key, const Shape* input) {
@@ -412,14 +494,16 @@ std::shared_ptr<Module> build_layer(const LayerSpec& spec, Shape& shape, DType& 
   EMBER_CHECK(it != table().end(), spec.where, ": unknown layer type '", spec.type, "'",
               did_you_mean(spec.type, layer_types()), "; valid types: ", join(layer_types()));
   const Entry& entry = it->second;
+  const std::vector<std::string> keys = layer_keys(spec.type);
   for (const auto& [key, value] : spec.args) {
     if (const std::string why = inferred_key_message(spec.type, key, &shape); !why.empty())
       detail::throw_error(spec.where, " (", spec.type, "): ", why);
-    EMBER_CHECK(std::find(entry.keys.begin(), entry.keys.end(), key) != entry.keys.end(), spec.where, " (",
-                spec.type, "): unknown key '", key, "'", did_you_mean(key, entry.keys), "; valid keys: ",
-                entry.keys.empty() ? std::string("none") : join(entry.keys));
+    EMBER_CHECK(std::find(keys.begin(), keys.end(), key) != keys.end(), spec.where, " (", spec.type,
+                "): unknown key '", key, "'", did_you_mean(key, keys), "; valid keys: ",
+                keys.empty() ? std::string("none") : join(keys));
   }
-  const Args args(spec, shape, dtype, vocab_size);
+  check_args(spec, entry.keys);
+  const Args args(spec, entry.keys, shape, dtype, vocab_size);
   std::shared_ptr<Module> layer;
   try {
     layer = entry.make(args, gen);

@@ -6,9 +6,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "apps/config.h"
+#include "apps/registries.h"
+#include "apps/session.h"
+#include "test_helpers.h"
 #include "test_train_util.h"
 
 using namespace ember;
@@ -370,4 +374,59 @@ TEST(Config, NoDecayKindsAndAccumulation) {
   const std::string base = config_hash(parse_config(kBase, "cfg.yaml"));
   EXPECT_EQ(config_hash(parse_config(kBase, "cfg.yaml", {"optimizer.accumulate_steps=1", "task=classification"})), base);
   EXPECT_NE(config_hash(parse_config(kBase, "cfg.yaml", {"optimizer.accumulate_steps=2"})), base);
+}
+
+// optimizer.type, scheduler.type and data.transforms' type take their choices from the tables that build
+// them (apps/registries.h): every choice builds, and a name that got past the config some other way is an
+// error naming the key and the choices, never another optimizer or schedule.
+TEST(Config, EveryChoiceOfTheFactoryTablesBuilds) {
+  EXPECT_EQ(optimizer_types(), (std::vector<std::string>{"sgd", "adam", "adamw", "rmsprop"}));
+  const TrainConfig base = parse_config(kBase, "cfg.yaml", {}, false);
+  const TrainShape shape{.sample_shape = {1, 4, 4}, .steps_per_epoch = 3};
+  for (const std::string& type : optimizer_types()) {
+    const TrainConfig c = parse_config(kBase, "cfg.yaml", {"optimizer.type=" + type}, false);
+    EXPECT_NE(make_model_session(c, kCPU, shape)->optimizer, nullptr) << type;
+  }
+  for (const std::string& type : scheduler_types()) {
+    std::vector<std::string> sets = {"scheduler.type=" + type};
+    if (type == "multistep") sets.push_back("scheduler.milestones=[1]");
+    const TrainConfig c = parse_config(kBase, "cfg.yaml", sets, false);
+    EXPECT_EQ(make_model_session(c, kCPU, shape)->scheduler == nullptr, type == "none") << type;
+  }
+  // One item of each transform type, each building its training and evaluation transforms.
+  const std::map<std::string, std::string> items = {
+      {"normalize", "{type: normalize, mean: [0.5], std: [0.25]}"},
+      {"random_crop", "{type: random_crop, size: 4, padding: 1}"},
+      {"random_horizontal_flip", "{type: random_horizontal_flip}"},
+      {"resize", "{type: resize, size: 4}"},
+      {"center_crop", "{type: center_crop, size: [3, 4]}"},
+      {"random_resized_crop", "{type: random_resized_crop, size: 4}"},
+      {"color_jitter", "{type: color_jitter, brightness: 0.2}"},
+      {"random_rotation", "{type: random_rotation, degrees: 10}"},
+      {"grayscale", "{type: grayscale}"},
+  };
+  for (const std::string& type : transform_types()) {
+    ASSERT_TRUE(items.count(type)) << "add an item of the transform type " << type << " to this test";
+    std::string yaml = kBase;
+    yaml.replace(yaml.find("data:\n"), 6, "data:\n  transforms: [" + items.at(type) + "]\n");
+    const TrainConfig c = parse_config(yaml, "cfg.yaml", {}, false);
+    const size_t train = make_transforms(c.data, true).size(), eval = make_transforms(c.data, false).size();
+    const bool augmentation = type.rfind("random_", 0) == 0 || type == "color_jitter";
+    EXPECT_EQ(train, 1u) << type;
+    EXPECT_EQ(eval, type == "random_resized_crop" ? 2u : augmentation ? 0u : 1u) << type;  // resize + center crop
+  }
+  // Names the config refuses, given to the builders directly.
+  TrainConfig bad = base;
+  bad.optimizer.type = "lion";
+  EXPECT_TRUE(test::throws_error([&] { make_model_session(bad, kCPU, shape); },
+                                 {"optimizer.type: unknown value 'lion'", "valid values: sgd, adam, adamw, rmsprop"}));
+  bad = base;
+  bad.scheduler.type = "cosin";
+  EXPECT_TRUE(test::throws_error([&] { make_model_session(bad, kCPU, shape); },
+                                 {"scheduler.type: unknown value 'cosin'", "did you mean 'cosine'", "valid values: none, step"}));
+  bad = base;
+  bad.data.transforms.assign(1, TransformConfig());
+  bad.data.transforms[0].type = "blur";
+  EXPECT_TRUE(test::throws_error([&] { make_transforms(bad.data, true); },
+                                 {"data.transforms type: unknown value 'blur'", "normalize, random_crop"}));
 }

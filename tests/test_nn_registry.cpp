@@ -1,9 +1,12 @@
 // The layer registry: models from specs with inferred input sizes, and every error a config can hit.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <ember/ember.h>
 
 #include "nn/registry.h"
+#include "nn/schema.h"
 #include "test_helpers.h"
 
 using namespace ember;
@@ -167,4 +170,97 @@ TEST(Registry, EmbeddingTakesTheVocabularyFromTheData) {
                                  {"takes token ids (i64)", "f32 [1, 28, 28]"}));
   EXPECT_TRUE(test::throws_error([&] { nn::build_model({spec("embedding", {{"num_embeddings", int64_t{4}}})}, tokens); },
                                  {"'num_embeddings' is not set by hand", "vocabulary size"}));
+}
+
+// Every layer type declares its keys as rows (nn/schema.h): a kind, a default (or required, or a computed
+// default the docs describe) within its own range and choices, and help text — what docs/config.md lists.
+TEST(Registry, EveryLayerKeyIsARowWithTypeAndDefault) {
+  for (const std::string& type : nn::layer_types()) {
+    const std::vector<const nn::schema::Key*> rows = nn::layer_key_rows(type);
+    EXPECT_EQ(nn::schema::check_keys(rows), "") << type;
+    ASSERT_EQ(rows.size(), nn::layer_keys(type).size()) << type;
+    bool optional_seen = false;  // required ones first
+    for (const nn::schema::Key* row : rows) {
+      EXPECT_FALSE(row->required && optional_seen) << type << "." << row->path << ": required keys go first";
+      optional_seen = optional_seen || !row->required;
+    }
+  }
+  EXPECT_TRUE(nn::layer_key_rows("nope").empty());
+  const auto rows = nn::layer_key_rows("conv2d");
+  ASSERT_EQ(rows.size(), 7u);
+  EXPECT_EQ(rows[2]->path, "stride");
+  EXPECT_EQ(rows[2]->kind, nn::schema::Kind::pair);
+  EXPECT_EQ(std::get<int64_t>(*rows[2]->fallback), 1);
+  // The rows' defaults are what a spec without the key builds.
+  auto model = nn::build_sequential({spec("conv2d", {{"out_channels", int64_t{2}}, {"kernel_size", int64_t{3}}}),
+                                     spec("flatten"), spec("dropout")},
+                                    {1, 5, 5});
+  EXPECT_EQ(model->forward(zeros({1, 1, 5, 5})).shape(), Shape({1, 18}));  // stride 1, padding 0: 3 × 3
+  EXPECT_NE((*model)[0]->describe().find("stride=1, padding=0"), std::string::npos) << (*model)[0]->describe();
+  EXPECT_NE((*model)[2]->describe().find("0.5"), std::string::npos) << (*model)[2]->describe();
+}
+
+// A value is checked against its row before the layer is built: the kind, the range, the choices.
+TEST(Registry, ValuesAreCheckedAgainstTheirRows) {
+  expect_error({spec("lstm", {{"hidden_size", int64_t{4}}, {"num_layers", int64_t{0}}})},
+               {"cfg.yaml:3: model[0] (lstm)", "'num_layers' must be positive, got 0"}, {5, 3});
+  expect_error({spec("lstm", {{"hidden_size", int64_t{4}}, {"dropout", 1.0}})}, {"'dropout' must be in [0, 1), got 1.000000"},
+               {5, 3});
+  expect_error({spec("transformer_block", {{"heads", int64_t{2}}, {"activation", std::string("tanh")}})},
+               {"(transformer_block)", "'activation' must be relu or gelu, got 'tanh'"}, {5, 4});
+  expect_error({spec("transformer_block", {{"heads", int64_t{2}}, {"dim_feedforward", int64_t{0}}})},
+               {"'dim_feedforward' must be positive, got 0"}, {5, 4});
+  expect_error({spec("layer_norm", {{"eps", std::string("small")}})}, {"(layer_norm)", "'eps' must be a number"}, {4});
+  expect_error({spec("gelu", {{"approximate", int64_t{1}}})}, {"'approximate' must be a string"}, {4});
+  expect_error({spec("adaptive_avg_pool2d", {{"output_size", std::vector<int64_t>{1, 2, 3}}})},
+               {"'output_size' must be an integer or a list of two integers [h, w]"});
+  // a number row takes an integer; an integer row does not take a number
+  EXPECT_NO_THROW(nn::build_sequential({spec("leaky_relu", {{"negative_slope", int64_t{1}}})}, {4}));
+  expect_error({spec("softmax", {{"dim", 1.0}})}, {"'dim' must be an integer"}, {4});
+}
+
+// Every type builds from its required keys alone (the rest from its rows' defaults): each factory reads its
+// keys as its rows declare them (a read of another kind, or of a key without a row, is a table bug that
+// throws std::logic_error here).
+TEST(Registry, EveryTypeBuildsWithItsDefaults) {
+  const nn::ModelInput image{.sample_shape = {3, 8, 8}}, flat{.sample_shape = {4}}, sequence{.sample_shape = {5, 6}};
+  const nn::ModelInput tokens{.sample_shape = {8}, .dtype = DType::i64, .vocab_size = 11};
+  const nn::ModelInput text_sequence{.sample_shape = {5, 6}, .vocab_size = 11};
+  const std::map<std::string, std::pair<std::vector<std::pair<std::string, nn::SpecValue>>, nn::ModelInput>> cases = {
+      {"linear", {{{"out_features", int64_t{3}}}, flat}},
+      {"conv2d", {{{"out_channels", int64_t{2}}, {"kernel_size", int64_t{3}}}, image}},
+      {"conv1d", {{{"out_channels", int64_t{2}}, {"kernel_size", int64_t{3}}}, sequence}},
+      {"max_pool2d", {{{"kernel_size", int64_t{2}}}, image}},
+      {"avg_pool2d", {{{"kernel_size", int64_t{2}}}, image}},
+      {"adaptive_avg_pool2d", {{}, image}},
+      {"adaptive_max_pool2d", {{{"output_size", int64_t{2}}}, image}},
+      {"batch_norm", {{}, image}},
+      {"layer_norm", {{}, flat}},
+      {"embedding", {{{"embedding_dim", int64_t{4}}}, tokens}},
+      {"dropout", {{}, flat}},
+      {"flatten", {{}, image}},
+      {"relu", {{}, flat}},
+      {"tanh", {{}, flat}},
+      {"sigmoid", {{}, flat}},
+      {"silu", {{}, flat}},
+      {"gelu", {{}, flat}},
+      {"leaky_relu", {{}, flat}},
+      {"elu", {{}, flat}},
+      {"softplus", {{}, flat}},
+      {"hardtanh", {{}, flat}},
+      {"softmax", {{}, flat}},
+      {"position_embedding", {{}, sequence}},
+      {"transformer_block", {{{"heads", int64_t{2}}}, sequence}},
+      {"lm_head", {{}, text_sequence}},
+      {"gpt", {{{"dim", int64_t{16}}, {"layers", int64_t{1}}}, tokens}},
+      {"lstm", {{{"hidden_size", int64_t{3}}}, sequence}},
+      {"gru", {{{"hidden_size", int64_t{3}}}, sequence}},
+      {"rnn_lm", {{{"embedding_dim", int64_t{4}}, {"hidden_size", int64_t{4}}}, tokens}},
+  };
+  for (const std::string& type : nn::layer_types()) {
+    const auto it = cases.find(type);
+    ASSERT_NE(it, cases.end()) << "add a case for the layer type " << type;
+    const auto& [args, input] = it->second;
+    EXPECT_NO_THROW(nn::build_model({spec(type, args)}, input)) << type;
+  }
 }
