@@ -7,10 +7,7 @@
 namespace ember {
 namespace {
 
-using autograd::make_node;
-using autograd::SavedTensor;
-using autograd::set_history;
-using autograd::sum_to;
+using autograd::make_node, autograd::SavedTensor, autograd::set_history, autograd::sum_to;
 
 Tensor zero_like_scalar(const Tensor& like) { return scalar_for(like, 0.0, false); }
 

@@ -6,10 +6,7 @@
 namespace ember {
 namespace {
 
-using autograd::make_node;
-using autograd::SavedTensor;
-using autograd::set_history;
-using autograd::sum_to;
+using autograd::make_node, autograd::SavedTensor, autograd::set_history, autograd::sum_to;
 
 // out = a @ b (torch.matmul). With A, B, G the operands and the gradient seen as matrices (a 1-D a is a
 // row [1, K], a 1-D b a column [K, 1]): dA = G @ Bᵀ, dB = Aᵀ @ G, each summed over broadcast batch dims.

@@ -10,9 +10,7 @@
 namespace ember {
 namespace {
 
-using autograd::make_node;
-using autograd::SavedTensor;
-using autograd::set_history;
+using autograd::make_node, autograd::SavedTensor, autograd::set_history;
 
 // The output shape with keepdim = true: `shape` with the reduced dims (all when `dims` is empty) set to 1.
 Shape kept_shape(const Shape& shape, const Shape& dims, const char* op) {
