@@ -48,8 +48,9 @@ TEST(GradcheckTable, CoversEveryDifferentiableOp) {
     EXPECT_TRUE(names.insert(c.name).second) << "duplicate line " << c.name;
     // A forward reference on every line but dropout's (its mask is Philox's: test_nn_functional.cpp checks
     // its statistics, the parity test its bits).
-    if (c.name.rfind("dropout", 0) != 0)
+    if (c.name.rfind("dropout", 0) != 0) {
       EXPECT_TRUE(c.ref || c.o.golden) << c.name << " has neither an independent nor a PyTorch reference";
+    }
   }
   for (const std::string& op : required)
     EXPECT_TRUE(names.count(op)) << "no line for " << op << " in the op table (tests/op_table.h)";
