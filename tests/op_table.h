@@ -266,12 +266,12 @@ struct Golden {
 struct Options {
   double forward_tol = 1e-12;  // relative and absolute, against the independent reference
   double eps = 1e-6, atol = 1e-5, rtol = 1e-3;  // gradcheck
-  Kind out = Kind::elementwise;  // the CPU-vs-CUDA tolerance of the output (and of any state)
+  Kind out = Kind::elementwise;  // the CPU-vs-CUDA tolerance of the output
   Kind grad = Kind::reduce;      // ... of the input gradients (the backward sums over broadcast dims and batch)
   const char* no_gradcheck = nullptr;  // why gradcheck cannot run on this line (its other checks still do)
   const char* contiguous_only = nullptr;  // why the other three layouts add nothing here
   // Ops that update state: the output, then the state tensors after the call (running statistics), which
-  // the parity test compares too. `op` must return the same output.
+  // the parity test compares too (reduce tolerance). `op` must return the same output (test_gradcheck checks).
   std::function<std::vector<Tensor>(const std::vector<Tensor>&)> state{};
   std::optional<Golden> golden{};
 };
