@@ -1,5 +1,5 @@
 #pragma once
-// What the CPU-vs-CUDA parity tests share (tests/test_cuda_parity.cpp: the op tables; test_cuda_backend.cpp:
+// What the CPU-vs-CUDA parity tests share (tests/test_cuda_parity.cpp: the op table; test_cuda_backend.cpp:
 // the backend entries autograd does not reach, errors and memory, training): the fixtures that skip without
 // a GPU, the tolerances and the comparison.
 //
@@ -34,6 +34,7 @@
 
 #include <ember/ember.h>
 
+#include "op_table.h"  // Kind: how a result is computed, which each table line states
 
 namespace ember::parity {
 
@@ -53,7 +54,7 @@ using CudaWithParam = SkipWithoutGpu<::testing::TestWithParam<Param>>;
 
 // --- tolerances and comparison ---------------------------------------------------------------------------
 
-enum class Kind { exact, elementwise, reduce, conv };
+using optable::Kind;
 
 struct Tol {
   double rtol = 0, atol = 0;  // atol is relative to the tensor's largest |value| (see the file comment)

@@ -1,18 +1,31 @@
 #pragma once
-// The op table shared by the gradcheck test (tests/test_gradcheck.cpp) and the CPU-vs-CUDA parity test
-// (tests/test_cuda_parity.cpp): every differentiable op, one line each (input shapes, the op, an independent
-// reference for its forward), and the leaves both tests build (contiguous, transposed, strided-slice and
-// expanded layouts). Adding an op is one line here; both tests pick it up.
+// The op table shared by the gradcheck test (tests/test_gradcheck.cpp), the CPU-vs-CUDA parity test
+// (tests/test_cuda_parity.cpp) and the guard test (tests/test_op_guards.cpp): every differentiable op and
+// every fused nn op, one line each: its input shapes, the op, and its forward reference, which is an
+// independent one (plain loops over doubles below, no Ember op involved), a PyTorch golden (a case of a
+// tests/data/ safetensors file: its inputs, output and input gradients), or both. From its line each op
+// gets: the forward against its references, gradcheck in f64 (central differences) in four layouts
+// (contiguous, transposed, strided-slice and expanded leaves), CPU-vs-CUDA parity of the output, the
+// gradients and any state the op updates (batch norm's running statistics), and a run on guarded buffers
+// (tests/guarded_backend.h). Adding an op is one line here; every test picks it up.
 //
-// Constant tensors the ops use (indices, masks) live on the CPU; the op lambdas move them to the device of
-// their first input (a no-op on the CPU), so the same line runs on any device.
+// A line opts out of a check only with a reason: `no_gradcheck` (a random op without a fixed seed, a
+// gradient that is a rule rather than a derivative, or a large variant whose formula a smaller line
+// checks) and `contiguous_only` (variants of a fused op whose inputs core makes contiguous before the
+// backend sees them: one line per op runs the four layouts).
+//
+// Constant tensors the ops use (indices, masks, class weights) live on the CPU; the op lambdas move them to
+// the device (and floating dtype) of their first input, so the same line runs on any device and dtype.
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <ember/ember.h>
+
+#include "test_helpers.h"  // golden(): the PyTorch references in tests/data
 
 namespace ember::optable {
 
@@ -102,13 +115,22 @@ inline Host rmin(const Host& x, std::vector<int> dims = {}, bool keep = false) {
 
 inline Host softmax_ref(const Host& x, int dim, bool log) {
   if (dim < 0) dim += x.shape.size();
-  return generate(x.shape, [&](const Shape& idx) {
-    Shape j = idx;
-    double m = -INFINITY, s = 0;
-    for (j[dim] = 0; j[dim] < x.shape[dim]; ++j[dim]) m = std::max(m, at(x, j));
-    for (j[dim] = 0; j[dim] < x.shape[dim]; ++j[dim]) s += std::exp(at(x, j) - m);
-    return log ? at(x, idx) - m - std::log(s) : std::exp(at(x, idx) - m) / s;
-  });
+  // x seen as [outer, n, inner] around dim: each (outer, inner) is one row of n elements, inner apart.
+  int64_t outer = 1, inner = 1;
+  const int64_t n = x.shape[dim];
+  for (int d = 0; d < dim; ++d) outer *= x.shape[d];
+  for (int d = dim + 1; d < x.shape.size(); ++d) inner *= x.shape[d];
+  Host out = x;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      const double* row = x.v.data() + o * n * inner + i;
+      double m = -INFINITY, s = 0;
+      for (int64_t j = 0; j < n; ++j) m = std::max(m, row[j * inner]);
+      for (int64_t j = 0; j < n; ++j) s += std::exp(row[j * inner] - m);
+      for (int64_t j = 0; j < n; ++j)
+        out.v[o * n * inner + i + j * inner] = log ? row[j * inner] - m - std::log(s) : std::exp(row[j * inner] - m) / s;
+    }
+  return out;
 }
 
 inline Host matmul_ref(Host a, Host b) {
@@ -225,13 +247,41 @@ inline In P(Shape s) { return {s, Domain::positive}; }  // in [0.5, 2): for log,
 using V = const std::vector<Tensor>&;
 using H = const std::vector<Host>&;
 
+// How a result is computed, for the CPU-vs-CUDA tolerance (tests/cuda_parity.h says what each allows):
+// exact (selections, copies), elementwise (one op per element), reduce (sums, in a device-dependent order),
+// conv (cuDNN's algorithms).
+enum class Kind { exact, elementwise, reduce, conv };
+
+// A PyTorch reference for a line: case `name` of tests/data/`file` holds NAME.<input> for each of `inputs`
+// (the line's inputs, in order), NAME.y (the output), NAME.r (an upstream gradient) and NAME.g<input> (the
+// gradient of sum(y · r) with respect to each input). The op reads the case's constants itself (golden_const).
+struct Golden {
+  std::string file;
+  std::string name;
+  std::vector<std::string> inputs;
+  double tol = 1e-10;  // relative and absolute, forward and gradients (PyTorch's f64 CPU kernels sum in another order)
+};
+
+// The optional parts of a line (designated initialisers: {.out = Kind::conv, .no_gradcheck = "..."}).
+struct Options {
+  double forward_tol = 1e-12;  // relative and absolute, against the independent reference
+  double eps = 1e-6, atol = 1e-5, rtol = 1e-3;  // gradcheck
+  Kind out = Kind::elementwise;  // the CPU-vs-CUDA tolerance of the output
+  Kind grad = Kind::reduce;      // ... of the input gradients (the backward sums over broadcast dims and batch)
+  const char* no_gradcheck = nullptr;  // why gradcheck cannot run on this line (its other checks still do)
+  const char* contiguous_only = nullptr;  // why the other three layouts add nothing here
+  // Ops that update state: the output, then the state tensors after the call (running statistics), which
+  // the parity test compares too (reduce tolerance). `op` must return the same output (test_gradcheck checks).
+  std::function<std::vector<Tensor>(const std::vector<Tensor>&)> state{};
+  std::optional<Golden> golden{};
+};
+
 struct OpCase {
   std::string name;
   std::vector<In> inputs;
   std::function<Tensor(V)> op;
-  std::function<Host(H)> ref;
-  double forward_tol = 1e-12;  // relative and absolute, against the reference
-  double eps = 1e-6, atol = 1e-5, rtol = 1e-3;
+  std::function<Host(H)> ref;  // the independent reference; empty where only a golden (or nothing, said why) is
+  Options o{};
 };
 
 inline const Tensor kGatherIndex = from_vector<int64_t>({0, 3, 1, 1, 2, 0}, {3, 2});
@@ -371,6 +421,270 @@ inline double gelu_tanh_ref(double x) {
   return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
 }
 
+// Values drawn on the CPU in f64 (so a seed gives the same numbers whatever the dtype and device asked
+// for), then converted to `dtype` and moved to `device`.
+inline Tensor random_values(const Shape& shape, Domain domain, Generator& gen, DType dtype = DType::f64,
+                            Device device = kCPU) {
+  const Tensor u = rand(shape, {.dtype = DType::f64}, &gen);
+  NoGradGuard no_grad;
+  return (domain == Domain::positive ? u * 1.5 + 0.5 : (u - 0.5) * 4.0).to(dtype).to(device);
+}
+
+// --- the fused nn ops (nn::functional): constants, references --------------------------------------------
+namespace F = nn::functional;
+using Outs = std::vector<Tensor>;
+
+// A constant (no grad) drawn on the CPU from a seed, in the inputs' dtype and on their device: the same values
+// on every device; *_host: the same values in f64, for the references.
+inline Tensor constant(V x, const Shape& shape, Domain domain, uint64_t seed) {
+  Generator gen(seed);
+  return random_values(shape, domain, gen, x[0].dtype(), x[0].device());
+}
+inline Host constant_host(const Shape& shape, Domain domain, uint64_t seed) {
+  Generator gen(seed);
+  return {shape, random_values(shape, domain, gen).to_vector<double>()};
+}
+inline Tensor uniform_constant(V x, const Shape& shape, uint64_t seed) {  // in [0, 1): binary targets
+  Generator gen(seed);
+  return rand(shape, {.dtype = x[0].dtype()}, &gen).to(x[0].device());
+}
+inline Host uniform_host(const Shape& shape, uint64_t seed) {
+  Generator gen(seed);
+  return {shape, rand(shape, {.dtype = DType::f64}, &gen).to_vector<double>()};
+}
+inline Tensor labels(V x, const std::vector<int64_t>& values, const Shape& shape) {
+  return from_vector<int64_t>(values, shape).to(x[0].device());
+}
+inline Tensor labels(V x, const std::vector<int64_t>& values) {
+  return labels(x, values, {static_cast<int64_t>(values.size())});
+}
+
+// The PyTorch goldens of nn::functional (tools/make_nn_golden.py); a case's constant (targets, class weights,
+// running statistics) in the inputs' floating dtype (integers as they are) on their device.
+inline constexpr const char* kNnGolden = "nn_golden.safetensors";
+inline Golden nn_golden(std::string name, std::vector<std::string> inputs) {
+  return {.file = kNnGolden, .name = std::move(name), .inputs = std::move(inputs)};
+}
+inline Tensor golden_const(V x, const std::string& key) {
+  const Tensor t = test::golden(kNnGolden, key);
+  return (is_floating(t.dtype()) ? t.to(x[0].dtype()) : t).to(x[0].device());
+}
+inline Host golden_host(const std::string& key) {
+  const Tensor t = test::golden(kNnGolden, key);
+  return {t.shape(), t.to_vector<double>()};
+}
+inline std::vector<int64_t> golden_labels(const std::string& key) {
+  return test::golden(kNnGolden, key).to_vector<int64_t>();
+}
+
+inline F::Conv2dOptions conv(int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw, int64_t groups) {
+  return F::Conv2dOptions().stride({sh, sw}).padding({ph, pw}).dilation({dh, dw}).groups(groups);
+}
+inline F::Pool2dOptions pool(int64_t kernel, int64_t stride, int64_t padding, bool count_include_pad = true,
+                             bool ceil_mode = false) {
+  return F::Pool2dOptions(kernel).stride(stride).padding(padding).count_include_pad(count_include_pad).ceil_mode(
+      ceil_mode);
+}
+
+// Convolution by its definition: x [N, C, H, W], w [O, C/groups, KH, KW], bias [O] (or none), zero padding.
+struct ConvRef {
+  int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, groups = 1;
+};
+inline Host conv2d_ref(const Host& x, const Host& w, const Host* bias, ConvRef p) {
+  const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
+  const int64_t O = w.shape[0], CG = w.shape[1], KH = w.shape[2], KW = w.shape[3];
+  const int64_t OH = (H + 2 * p.ph - p.dh * (KH - 1) - 1) / p.sh + 1, OW = (W + 2 * p.pw - p.dw * (KW - 1) - 1) / p.sw + 1;
+  Host out{{N, O, OH, OW}, std::vector<double>(static_cast<size_t>(N * O * OH * OW))};
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          const int64_t g = o / (O / p.groups);
+          double acc = bias != nullptr ? bias->v[o] : 0.0;
+          for (int64_t c = 0; c < CG; ++c)
+            for (int64_t kh = 0; kh < KH; ++kh)
+              for (int64_t kw = 0; kw < KW; ++kw) {
+                const int64_t h = oh * p.sh - p.ph + kh * p.dh, ww = ow * p.sw - p.pw + kw * p.dw;
+                if (h < 0 || h >= H || ww < 0 || ww >= W) continue;
+                acc += x.v[((n * C + g * CG + c) * H + h) * W + ww] * w.v[((o * CG + c) * KH + kh) * KW + kw];
+              }
+          out.v[((n * O + o) * OH + oh) * OW + ow] = acc;
+        }
+  return out;
+}
+// conv1d as conv2d of unit height: x [N, C, L], w [O, C/groups, K].
+inline Host conv1d_ref(const Host& x, const Host& w, const Host* bias, int64_t stride, int64_t padding,
+                       int64_t dilation, int64_t groups) {
+  const Host r = conv2d_ref(with_shape(x, {x.shape[0], x.shape[1], 1, x.shape[2]}),
+                            with_shape(w, {w.shape[0], w.shape[1], 1, w.shape[2]}), bias,
+                            {.sw = stride, .pw = padding, .dw = dilation, .groups = groups});
+  return with_shape(r, {r.shape[0], r.shape[1], r.shape[3]});
+}
+
+// max/avg pooling over x [N, C, H, W] as PyTorch defines it: OH = ⌊(H + 2p - k) / s⌋ + 1 (⌈⌉ in ceil mode,
+// less the last window where it would start in the right padding); windows clipped at the padding (avg
+// divisor with count_include_pad) and at the input (max, and the divisor without it).
+inline Host pool2d_ref(bool max, const Host& x, int64_t k, int64_t s, int64_t p, bool include_pad = true,
+                       bool ceil_mode = false) {
+  const auto out_size = [&](int64_t n) {
+    int64_t o = (n + 2 * p - k + (ceil_mode ? s - 1 : 0)) / s + 1;
+    if (ceil_mode && (o - 1) * s >= n + p) --o;
+    return o;
+  };
+  const int64_t H = x.shape[2], W = x.shape[3];
+  return generate({x.shape[0], x.shape[1], out_size(H), out_size(W)}, [&](const Shape& i) {
+    int64_t h0 = i[2] * s - p, w0 = i[3] * s - p;
+    int64_t h1 = std::min(h0 + k, H + p), w1 = std::min(w0 + k, W + p);
+    const double padded = static_cast<double>((h1 - h0) * (w1 - w0));
+    h0 = std::max<int64_t>(h0, 0), w0 = std::max<int64_t>(w0, 0), h1 = std::min(h1, H), w1 = std::min(w1, W);
+    double acc = max ? -INFINITY : 0.0;
+    for (int64_t h = h0; h < h1; ++h)
+      for (int64_t w = w0; w < w1; ++w) acc = max ? std::max(acc, at(x, {i[0], i[1], h, w})) : acc + at(x, {i[0], i[1], h, w});
+    return max ? acc : acc / (include_pad ? padded : static_cast<double>((h1 - h0) * (w1 - w0)));
+  });
+}
+// Adaptive pooling: output i pools [⌊i·n/o⌋, ⌈(i+1)·n/o⌉) of each spatial dim.
+inline Host adaptive_pool2d_ref(bool max, const Host& x, int64_t oh, int64_t ow) {
+  const int64_t H = x.shape[2], W = x.shape[3];
+  return generate({x.shape[0], x.shape[1], oh, ow}, [&](const Shape& i) {
+    const int64_t h0 = i[2] * H / oh, h1 = ((i[2] + 1) * H + oh - 1) / oh;
+    const int64_t w0 = i[3] * W / ow, w1 = ((i[3] + 1) * W + ow - 1) / ow;
+    double acc = max ? -INFINITY : 0.0;
+    for (int64_t h = h0; h < h1; ++h)
+      for (int64_t w = w0; w < w1; ++w) acc = max ? std::max(acc, at(x, {i[0], i[1], h, w})) : acc + at(x, {i[0], i[1], h, w});
+    return max ? acc : acc / static_cast<double>((h1 - h0) * (w1 - w0));
+  });
+}
+
+// Batch norm over x [N, C, *]: the batch's mean and biased variance per channel (training), or the given
+// statistics (eval); then weight and bias per channel (either may be absent).
+inline Host batch_norm_ref(const Host& x, const Host* weight, const Host* bias, const Host* mean, const Host* var,
+                           double eps = 1e-5) {
+  const int64_t N = x.shape[0], C = x.shape[1], S = static_cast<int64_t>(x.v.size()) / (N * C);
+  Host out = x;
+  for (int64_t c = 0; c < C; ++c) {
+    double m = 0, v = 0;
+    if (mean != nullptr) {
+      m = mean->v[c], v = var->v[c];
+    } else {
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t s = 0; s < S; ++s) m += x.v[(n * C + c) * S + s] / static_cast<double>(N * S);
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t s = 0; s < S; ++s) {
+          const double d = x.v[(n * C + c) * S + s] - m;
+          v += d * d / static_cast<double>(N * S);
+        }
+    }
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t s = 0; s < S; ++s) {
+        double& y = out.v[(n * C + c) * S + s];
+        y = (y - m) / std::sqrt(v + eps) * (weight != nullptr ? weight->v[c] : 1.0) + (bias != nullptr ? bias->v[c] : 0.0);
+      }
+  }
+  return out;
+}
+// Layer norm over the last `d` elements of x (mean, biased variance), then weight and bias of those d.
+inline Host layer_norm_ref(const Host& x, int64_t d, const Host* weight, const Host* bias, double eps = 1e-5) {
+  Host out = x;
+  for (size_t row = 0; row < x.v.size() / d; ++row) {
+    double m = 0, var = 0;
+    for (int64_t j = 0; j < d; ++j) m += x.v[row * d + j] / static_cast<double>(d);
+    for (int64_t j = 0; j < d; ++j) var += (x.v[row * d + j] - m) * (x.v[row * d + j] - m) / static_cast<double>(d);
+    for (int64_t j = 0; j < d; ++j)
+      out.v[row * d + j] = (x.v[row * d + j] - m) / std::sqrt(var + eps) * (weight != nullptr ? weight->v[j] : 1.0) +
+                           (bias != nullptr ? bias->v[j] : 0.0);
+  }
+  return out;
+}
+// Rows of weight [V, D] at `indices` (of shape `shape`) → [*shape, D].
+inline Host embedding_ref(const Host& weight, const std::vector<int64_t>& indices, Shape shape) {
+  const int64_t D = weight.shape[1];
+  shape.push_back(D);
+  return generate(shape, [&](const Shape& i) {
+    int64_t flat = 0;
+    for (int d = 0; d + 1 < shape.size(); ++d) flat = flat * shape[d] + i[d];
+    return weight.v[indices[flat] * D + i[shape.size() - 1]];
+  });
+}
+
+enum class Red { none, mean, sum };
+inline Host reduced(const Host& loss, Red r, double divisor) {
+  if (r == Red::none) return loss;
+  double s = 0;
+  for (double v : loss.v) s += v;
+  return {{}, {r == Red::mean ? s / divisor : s}};
+}
+// Cross entropy with class indices, no class weights: logits [N, C, *] (or [C]), target [N, *]; label
+// smoothing ε spreads ε/C over the classes; ignored targets give 0 and do not count in the mean.
+inline Host cross_entropy_ref(const Host& logits, const std::vector<int64_t>& target, Red r, int64_t ignore = -100,
+                              double smoothing = 0) {
+  const bool batched = logits.shape.size() > 1;
+  const int64_t N = batched ? logits.shape[0] : 1, C = logits.shape[batched ? 1 : 0];
+  const int64_t S = static_cast<int64_t>(logits.v.size()) / (N * C);
+  Shape tshape;
+  for (int d = 0; d < logits.shape.size(); ++d)
+    if (d != 1 || !batched) tshape.push_back(logits.shape[d]);
+  if (!batched) tshape = {};
+  Host loss{tshape, std::vector<double>(static_cast<size_t>(N * S))};
+  double count = 0;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t s = 0; s < S; ++s) {
+      const int64_t t = target[n * S + s];
+      if (t == ignore) continue;
+      double m = -INFINITY, sum = 0, all = 0;
+      for (int64_t c = 0; c < C; ++c) m = std::max(m, logits.v[(n * C + c) * S + s]);
+      for (int64_t c = 0; c < C; ++c) sum += std::exp(logits.v[(n * C + c) * S + s] - m);
+      const double lse = m + std::log(sum);
+      for (int64_t c = 0; c < C; ++c) all += lse - logits.v[(n * C + c) * S + s];
+      loss.v[n * S + s] = (1 - smoothing) * (lse - logits.v[(n * C + t) * S + s]) + smoothing / C * all;
+      count += 1;
+    }
+  return reduced(loss, r, count);
+}
+inline Host mse_ref(const Host& x, const Host& t, Red r) {
+  return reduced(map2(x, t, [](double a, double b) { return (a - b) * (a - b); }), r, static_cast<double>(x.v.size()));
+}
+inline Host l1_ref(const Host& x, const Host& t, Red r) {
+  return reduced(map2(x, t, [](double a, double b) { return std::abs(a - b); }), r, static_cast<double>(x.v.size()));
+}
+// PyTorch's formula: w · ((1 - y)·x + l·(log(1 + e^-|x|) + max(-x, 0))), l = 1 + (p - 1)·y; weight w
+// broadcast to x, pos_weight p along the last dim (either may be absent).
+inline Host bce_with_logits_ref(const Host& x, const Host& t, Red r, const Host* weight = nullptr,
+                                const Host* pos_weight = nullptr) {
+  const Host loss = generate(x.shape, [&](const Shape& i) {
+    const double a = at(x, i), y = at(t, i), p = pos_weight != nullptr ? at(*pos_weight, i) : 1.0;
+    const double l = 1 + (p - 1) * y;
+    return (weight != nullptr ? at(*weight, i) : 1.0) * ((1 - y) * a + l * (std::log1p(std::exp(-std::abs(a))) + std::max(-a, 0.0)));
+  });
+  return reduced(loss, r, static_cast<double>(x.v.size()));
+}
+
+// Batch norm in training mode from seeded running statistics: y, then the updated statistics (Options::state).
+inline Outs batch_norm_train(V x, const Tensor& weight, const Tensor& bias) {
+  const Shape c{x[0].size(1)};
+  const Tensor mean = constant(x, c, Domain::normal, 11), var = constant(x, c, Domain::positive, 12);
+  const Tensor y = F::batch_norm(x[0], mean, var, weight, bias, /*training=*/true, 0.1, 1e-5);
+  return {y, mean, var};
+}
+inline Tensor batch_norm_eval(V x, const Tensor& weight, const Tensor& bias) {
+  const Shape c{x[0].size(1)};
+  return F::batch_norm(x[0], constant(x, c, Domain::normal, 11), constant(x, c, Domain::positive, 12), weight, bias,
+                       /*training=*/false);
+}
+inline F::CrossEntropyOptions xent(int64_t ignore_index, double smoothing, F::Reduction reduction = F::Reduction::mean) {
+  return {.ignore_index = ignore_index, .label_smoothing = smoothing, .reduction = reduction};
+}
+inline const std::vector<int64_t> kTargets = {0, 4, 2, 1, 3, 2};  // for logits [6, 5]
+inline const std::vector<int64_t> kWideTargets = {0, 999, 500, 1, 250, 750, 3, 998};
+inline const std::vector<int64_t> kEmbeddingIndices = {1, 3, 3, 0, 9, 1};  // [2, 3] into a vocabulary of 10
+inline Host affine_transform(const Host& h, double scale, double shift) {
+  return map1(h, [=](double a) { return a * scale + shift; });
+}
+
+// Why a line skips a check (Options::no_gradcheck, contiguous_only).
+inline constexpr const char* kLarge = "large (the GPU's tiled and blocked paths): the smaller lines of this op gradcheck its formula";
+inline constexpr const char* kVariant = "core hands the fused op contiguous operands: the op's first line runs the four layouts";
+
 // NOLINTBEGIN(readability-function-size): one line per op
 inline const std::vector<OpCase>& op_table() {
   static const std::vector<OpCase> table = {
@@ -417,21 +731,21 @@ inline const std::vector<OpCase>& op_table() {
     {"pow_scalar_int", {N({2, 3})}, [](V x) { return x[0].pow(3); }, [](H h) { return map1(h[0], [](double a) { return a * a * a; }); }},
     {"clamp", {N({3, 4})}, [](V x) { return clamp(x[0], -0.5, 0.7); }, [](H h) { return map1(h[0], [](double a) { return std::clamp(a, -0.5, 0.7); }); }},
     // reductions
-    {"sum", {N({3, 4})}, [](V x) { return sum(x[0]); }, [](H h) { return rsum(h[0]); }},
-    {"sum_dim", {N({3, 4})}, [](V x) { return x[0].sum({1}); }, [](H h) { return rsum(h[0], {1}); }},
-    {"sum_dims_keepdim", {N({2, 3, 4})}, [](V x) { return sum(x[0], {0, -1}, true); }, [](H h) { return rsum(h[0], {0, 2}, true); }},
-    {"mean", {N({3, 4})}, [](V x) { return mean(x[0]); }, [](H h) { return reduce(h[0], {}, false, 0.0, std::plus<>(), true); }},
-    {"mean_dim_keepdim", {N({3, 4})}, [](V x) { return mean(x[0], {-1}, true); }, [](H h) { return reduce(h[0], {1}, true, 0.0, std::plus<>(), true); }},
+    {"sum", {N({3, 4})}, [](V x) { return sum(x[0]); }, [](H h) { return rsum(h[0]); }, {.out = Kind::reduce}},
+    {"sum_dim", {N({3, 4})}, [](V x) { return x[0].sum({1}); }, [](H h) { return rsum(h[0], {1}); }, {.out = Kind::reduce}},
+    {"sum_dims_keepdim", {N({2, 3, 4})}, [](V x) { return sum(x[0], {0, -1}, true); }, [](H h) { return rsum(h[0], {0, 2}, true); }, {.out = Kind::reduce}},
+    {"mean", {N({3, 4})}, [](V x) { return mean(x[0]); }, [](H h) { return reduce(h[0], {}, false, 0.0, std::plus<>(), true); }, {.out = Kind::reduce}},
+    {"mean_dim_keepdim", {N({3, 4})}, [](V x) { return mean(x[0], {-1}, true); }, [](H h) { return reduce(h[0], {1}, true, 0.0, std::plus<>(), true); }, {.out = Kind::reduce}},
     {"max", {N({3, 4})}, [](V x) { return max(x[0]); }, [](H h) { return rmax(h[0]); }},
     {"min", {N({3, 4})}, [](V x) { return x[0].min(); }, [](H h) { return rmin(h[0]); }},
     {"amax", {N({2, 3, 4})}, [](V x) { return amax(x[0], {1}); }, [](H h) { return rmax(h[0], {1}); }},
     {"amin", {N({2, 3, 4})}, [](V x) { return amin(x[0], {0, 2}, true); }, [](H h) { return rmin(h[0], {0, 2}, true); }},
     {"max_dim", {N({3, 4})}, [](V x) { return std::get<0>(max(x[0], 1)); }, [](H h) { return rmax(h[0], {1}); }},
     {"min_dim", {N({3, 4})}, [](V x) { return std::get<0>(min(x[0], 0, true)); }, [](H h) { return rmin(h[0], {0}, true); }},
-    {"softmax", {N({3, 5})}, [](V x) { return softmax(x[0], -1); }, [](H h) { return softmax_ref(h[0], -1, false); }},
-    {"softmax_dim0", {N({3, 5})}, [](V x) { return softmax(x[0], 0); }, [](H h) { return softmax_ref(h[0], 0, false); }},
-    {"log_softmax", {N({3, 5})}, [](V x) { return log_softmax(x[0], 1); }, [](H h) { return softmax_ref(h[0], 1, true); }},
-    {"log_softmax_dim0", {N({3, 5})}, [](V x) { return log_softmax(x[0], 0); }, [](H h) { return softmax_ref(h[0], 0, true); }},
+    {"softmax", {N({3, 5})}, [](V x) { return softmax(x[0], -1); }, [](H h) { return softmax_ref(h[0], -1, false); }, {.out = Kind::reduce}},
+    {"softmax_dim0", {N({3, 5})}, [](V x) { return softmax(x[0], 0); }, [](H h) { return softmax_ref(h[0], 0, false); }, {.out = Kind::reduce}},
+    {"log_softmax", {N({3, 5})}, [](V x) { return log_softmax(x[0], 1); }, [](H h) { return softmax_ref(h[0], 1, true); }, {.out = Kind::reduce}},
+    {"log_softmax_dim0", {N({3, 5})}, [](V x) { return log_softmax(x[0], 0); }, [](H h) { return softmax_ref(h[0], 0, true); }, {.out = Kind::reduce}},
     // reductions, round 2
     {"var", {N({3, 4})}, [](V x) { return var(x[0]); }, [](H h) { return var_ref(h[0], {}, 1, false); }},
     {"var_dims_keepdim", {N({2, 3, 4})}, [](V x) { return x[0].var({0, 2}, 0, true); }, [](H h) { return var_ref(h[0], {0, 2}, 0, true); }},
@@ -446,14 +760,14 @@ inline const std::vector<OpCase>& op_table() {
     {"topk", {N({3, 5})}, [](V x) { return std::get<0>(topk(x[0], 2)); }, [](H h) { return sorted_ref(h[0], 1, true, 2); }},
     {"topk_smallest_dim0", {N({4, 3})}, [](V x) { return std::get<0>(x[0].topk(3, 0, false)); }, [](H h) { return sorted_ref(h[0], 0, false, 3); }},
     // matmul
-    {"matmul", {N({3, 4}), N({4, 5})}, [](V x) { return matmul(x[0], x[1]); }, [](H h) { return matmul_ref(h[0], h[1]); }},
-    {"matmul_batched", {N({2, 3, 4}), N({2, 4, 5})}, [](V x) { return matmul(x[0], x[1]); }, [](H h) { return matmul_ref(h[0], h[1]); }},
-    {"matmul_broadcast_batch", {N({2, 1, 3, 4}), N({3, 4, 2})}, [](V x) { return matmul(x[0], x[1]); }, [](H h) { return matmul_ref(h[0], h[1]); }},
-    {"matmul_batched_by_matrix", {N({2, 3, 4}), N({4, 5})}, [](V x) { return x[0].matmul(x[1]); }, [](H h) { return matmul_ref(h[0], h[1]); }},
-    {"matmul_vector_matrix", {N({4}), N({4, 3})}, [](V x) { return matmul(x[0], x[1]); }, [](H h) { return matmul_ref(h[0], h[1]); }},
-    {"matmul_matrix_vector", {N({3, 4}), N({4})}, [](V x) { return matmul(x[0], x[1]); }, [](H h) { return matmul_ref(h[0], h[1]); }},
-    {"matmul_vector_vector", {N({4}), N({4})}, [](V x) { return matmul(x[0], x[1]); }, [](H h) { return matmul_ref(h[0], h[1]); }},
-    {"matmul_vector_batched", {N({4}), N({2, 4, 3})}, [](V x) { return matmul(x[0], x[1]); }, [](H h) { return matmul_ref(h[0], h[1]); }},
+    {"matmul", {N({3, 4}), N({4, 5})}, [](V x) { return matmul(x[0], x[1]); }, [](H h) { return matmul_ref(h[0], h[1]); }, {.out = Kind::reduce}},
+    {"matmul_batched", {N({2, 3, 4}), N({2, 4, 5})}, [](V x) { return matmul(x[0], x[1]); }, [](H h) { return matmul_ref(h[0], h[1]); }, {.out = Kind::reduce}},
+    {"matmul_broadcast_batch", {N({2, 1, 3, 4}), N({3, 4, 2})}, [](V x) { return matmul(x[0], x[1]); }, [](H h) { return matmul_ref(h[0], h[1]); }, {.out = Kind::reduce}},
+    {"matmul_batched_by_matrix", {N({2, 3, 4}), N({4, 5})}, [](V x) { return x[0].matmul(x[1]); }, [](H h) { return matmul_ref(h[0], h[1]); }, {.out = Kind::reduce}},
+    {"matmul_vector_matrix", {N({4}), N({4, 3})}, [](V x) { return matmul(x[0], x[1]); }, [](H h) { return matmul_ref(h[0], h[1]); }, {.out = Kind::reduce}},
+    {"matmul_matrix_vector", {N({3, 4}), N({4})}, [](V x) { return matmul(x[0], x[1]); }, [](H h) { return matmul_ref(h[0], h[1]); }, {.out = Kind::reduce}},
+    {"matmul_vector_vector", {N({4}), N({4})}, [](V x) { return matmul(x[0], x[1]); }, [](H h) { return matmul_ref(h[0], h[1]); }, {.out = Kind::reduce}},
+    {"matmul_vector_batched", {N({4}), N({2, 4, 3})}, [](V x) { return matmul(x[0], x[1]); }, [](H h) { return matmul_ref(h[0], h[1]); }, {.out = Kind::reduce}},
     // views and copies
     {"reshape", {N({2, 6})}, [](V x) { return x[0].reshape({3, -1}); }, [](H h) { return with_shape(h[0], {3, 4}); }},
     {"view", {N({2, 6})}, [](V x) { return x[0].contiguous().view({4, 3}); }, [](H h) { return with_shape(h[0], {4, 3}); }},
@@ -470,7 +784,7 @@ inline const std::vector<OpCase>& op_table() {
     {"expand", {N({3, 1})}, [](V x) { return x[0].expand({2, 3, 4}); }, [](H h) { return generate({2, 3, 4}, [&](const Shape& i) { return at(h[0], i); }); }},
     {"contiguous", {N({3, 4})}, [](V x) { return x[0].contiguous() * 1.0; }, [](H h) { return h[0]; }},
     {"clone", {N({3, 4})}, [](V x) { return x[0].clone(); }, [](H h) { return h[0]; }},
-    {"to_dtype", {N({3, 4})}, [](V x) { return x[0].to(DType::f32) * 2.0; }, [](H h) { return map1(h[0], [](double a) { return 2 * a; }); }, 1e-6, 1e-3, 1e-3, 1e-2},
+    {"to_dtype", {N({3, 4})}, [](V x) { return x[0].to(DType::f32) * 2.0; }, [](H h) { return map1(h[0], [](double a) { return 2 * a; }); }, {.forward_tol = 1e-6, .eps = 1e-3, .atol = 1e-3, .rtol = 1e-2}},
     // joining and indexing
     {"cat", {N({2, 3}), N({4, 3})}, [](V x) { return cat({x[0], x[1]}, 0); }, [](H h) { return cat_ref(h, 0); }},
     {"cat_dim1", {N({2, 3}), N({2, 2}), N({2, 1})}, [](V x) { return cat({x[0], x[1], x[2]}, -1); }, [](H h) { return cat_ref(h, 1); }},
@@ -506,6 +820,119 @@ inline const std::vector<OpCase>& op_table() {
     {"chunk", {N({5, 4})}, [](V x) { return x[0].chunk(3, 0)[1]; }, [](H h) { return slice_ref(h[0], 0, 2, 2, 1); }},
     {"split", {N({4, 5})}, [](V x) { return split(x[0], {1, 3, 1}, -1)[1]; }, [](H h) { return slice_ref(h[0], 1, 1, 3, 1); }},
     {"unbind", {N({3, 4})}, [](V x) { return x[0].unbind(1)[2]; }, [](H h) { return with_shape(slice_ref(h[0], 1, 2, 1, 1), {3}); }},
+    // --- fused nn ops (nn::functional) ---
+    // conv2d (cuDNN on the GPU: conv tolerances); conv1d is conv2d of unit height
+    {"conv2d", {N({2, 2, 5, 5}), N({3, 2, 3, 3})}, [](V x) { return F::conv2d(x[0], x[1]); }, [](H h) { return conv2d_ref(h[0], h[1], nullptr, {}); }, {.out = Kind::conv, .grad = Kind::conv}},
+    {"conv2d_bias", {N({2, 2, 6, 6}), N({3, 2, 3, 3}), N({3})}, [](V x) { return F::conv2d(x[0], x[1], x[2]); }, [](H h) { return conv2d_ref(h[0], h[1], &h[2], {}); }, {.out = Kind::conv, .grad = Kind::conv, .contiguous_only = kVariant}},
+    {"conv2d_stride2", {N({2, 2, 7, 7}), N({3, 2, 3, 3}), N({3})}, [](V x) { return F::conv2d(x[0], x[1], x[2], conv(2, 2, 0, 0, 1, 1, 1)); }, [](H h) { return conv2d_ref(h[0], h[1], &h[2], {.sh = 2, .sw = 2}); }, {.out = Kind::conv, .grad = Kind::conv, .contiguous_only = kVariant}},
+    {"conv2d_padding", {N({2, 3, 5, 6}), N({4, 3, 3, 3}), N({4})}, [](V x) { return F::conv2d(x[0], x[1], x[2], conv(1, 1, 1, 1, 1, 1, 1)); }, [](H h) { return conv2d_ref(h[0], h[1], &h[2], {.ph = 1, .pw = 1}); }, {.out = Kind::conv, .grad = Kind::conv, .contiguous_only = kVariant, .golden = nn_golden("conv_plain", {"x", "w", "b"})}},
+    {"conv2d_stride_padding_dilation", {N({2, 2, 7, 6}), N({3, 2, 3, 2}), N({3})}, [](V x) { return F::conv2d(x[0], x[1], x[2], conv(2, 1, 1, 2, 1, 2, 1)); }, [](H h) { return conv2d_ref(h[0], h[1], &h[2], {.sh = 2, .ph = 1, .pw = 2, .dw = 2}); }, {.out = Kind::conv, .grad = Kind::conv, .contiguous_only = kVariant, .golden = nn_golden("conv_strided", {"x", "w", "b"})}},
+    {"conv2d_dilation", {N({2, 2, 7, 7}), N({3, 2, 3, 3})}, [](V x) { return F::conv2d(x[0], x[1], {}, conv(1, 1, 2, 2, 2, 2, 1)); }, [](H h) { return conv2d_ref(h[0], h[1], nullptr, {.ph = 2, .pw = 2, .dh = 2, .dw = 2}); }, {.out = Kind::conv, .grad = Kind::conv, .contiguous_only = kVariant}},
+    {"conv2d_groups", {N({2, 4, 6, 6}), N({6, 2, 3, 3})}, [](V x) { return F::conv2d(x[0], x[1], {}, conv(2, 2, 1, 1, 1, 1, 2)); }, [](H h) { return conv2d_ref(h[0], h[1], nullptr, {.sh = 2, .sw = 2, .ph = 1, .pw = 1, .groups = 2}); }, {.out = Kind::conv, .grad = Kind::conv, .contiguous_only = kVariant, .golden = nn_golden("conv_grouped", {"x", "w"})}},
+    {"conv2d_groups_bias", {N({2, 4, 5, 5}), N({4, 2, 3, 3}), N({4})}, [](V x) { return F::conv2d(x[0], x[1], x[2], conv(1, 1, 1, 1, 1, 1, 2)); }, [](H h) { return conv2d_ref(h[0], h[1], &h[2], {.ph = 1, .pw = 1, .groups = 2}); }, {.out = Kind::conv, .grad = Kind::conv, .contiguous_only = kVariant}},
+    {"conv2d_depthwise", {N({2, 3, 5, 5}), N({3, 1, 3, 3})}, [](V x) { return F::conv2d(x[0], x[1], {}, conv(1, 1, 1, 1, 1, 1, 3)); }, [](H h) { return conv2d_ref(h[0], h[1], nullptr, {.ph = 1, .pw = 1, .groups = 3}); }, {.out = Kind::conv, .grad = Kind::conv, .contiguous_only = kVariant}},
+    {"conv2d_everything", {N({2, 4, 7, 5}), N({4, 2, 3, 2}), N({4})}, [](V x) { return F::conv2d(x[0], x[1], x[2], conv(2, 1, 1, 0, 2, 1, 2)); }, [](H h) { return conv2d_ref(h[0], h[1], &h[2], {.sh = 2, .ph = 1, .dh = 2, .groups = 2}); }, {.out = Kind::conv, .grad = Kind::conv, .contiguous_only = kVariant}},
+    {"conv2d_1x1", {N({2, 5, 4, 4}), N({3, 5, 1, 1}), N({3})}, [](V x) { return F::conv2d(x[0], x[1], x[2]); }, [](H h) { return conv2d_ref(h[0], h[1], &h[2], {}); }, {.out = Kind::conv, .grad = Kind::conv, .contiguous_only = kVariant}},
+    {"conv2d_larger", {N({4, 16, 12, 12}), N({32, 16, 3, 3}), N({32})}, [](V x) { return F::conv2d(x[0], x[1], x[2], conv(1, 1, 1, 1, 1, 1, 1)); }, [](H h) { return conv2d_ref(h[0], h[1], &h[2], {.ph = 1, .pw = 1}); }, {.forward_tol = 1e-11, .out = Kind::conv, .grad = Kind::conv, .no_gradcheck = kLarge, .contiguous_only = kVariant}},
+    {"conv1d", {N({2, 3, 9}), N({4, 3, 3}), N({4})}, [](V x) { return F::conv1d(x[0], x[1], x[2], F::Conv1dOptions().padding(1)); }, [](H h) { return conv1d_ref(h[0], h[1], &h[2], 1, 1, 1, 1); }, {.out = Kind::conv, .grad = Kind::conv, .golden = nn_golden("conv1d_plain", {"x", "w", "b"})}},
+    {"conv1d_strided", {N({2, 2, 11}), N({3, 2, 3}), N({3})}, [](V x) { return F::conv1d(x[0], x[1], x[2], {.stride = 2, .padding = 2, .dilation = 2}); }, [](H h) { return conv1d_ref(h[0], h[1], &h[2], 2, 2, 2, 1); }, {.out = Kind::conv, .grad = Kind::conv, .contiguous_only = kVariant, .golden = nn_golden("conv1d_strided", {"x", "w", "b"})}},
+    {"conv1d_grouped", {N({2, 4, 10}), N({6, 2, 4})}, [](V x) { return F::conv1d(x[0], x[1], {}, F::Conv1dOptions().stride(3).padding(1).groups(2)); }, [](H h) { return conv1d_ref(h[0], h[1], nullptr, 3, 1, 1, 2); }, {.out = Kind::conv, .grad = Kind::conv, .contiguous_only = kVariant, .golden = nn_golden("conv1d_grouped", {"x", "w"})}},
+    // pooling: max selects (exact forward), its backward adds where windows overlap
+    {"max_pool2d", {N({2, 3, 6, 6})}, [](V x) { return F::max_pool2d(x[0], pool(2, 2, 0)); }, [](H h) { return pool2d_ref(true, h[0], 2, 2, 0); }, {.out = Kind::exact}},
+    {"max_pool2d_overlapping", {N({2, 3, 7, 7})}, [](V x) { return F::max_pool2d(x[0], pool(3, 2, 0)); }, [](H h) { return pool2d_ref(true, h[0], 3, 2, 0); }, {.out = Kind::exact, .contiguous_only = kVariant}},
+    {"max_pool2d_padding", {N({2, 3, 7, 8})}, [](V x) { return F::max_pool2d(x[0], pool(3, 2, 1)); }, [](H h) { return pool2d_ref(true, h[0], 3, 2, 1); }, {.out = Kind::exact, .contiguous_only = kVariant, .golden = nn_golden("maxpool", {"x"})}},
+    {"max_pool2d_stride1_padding", {N({2, 3, 6, 6})}, [](V x) { return F::max_pool2d(x[0], pool(3, 1, 1)); }, [](H h) { return pool2d_ref(true, h[0], 3, 1, 1); }, {.out = Kind::exact, .contiguous_only = kVariant}},
+    {"avg_pool2d", {N({2, 3, 6, 6})}, [](V x) { return F::avg_pool2d(x[0], pool(2, 2, 0)); }, [](H h) { return pool2d_ref(false, h[0], 2, 2, 0); }, {.out = Kind::reduce}},
+    {"avg_pool2d_overlapping", {N({2, 3, 7, 7})}, [](V x) { return F::avg_pool2d(x[0], pool(3, 2, 0)); }, [](H h) { return pool2d_ref(false, h[0], 3, 2, 0); }, {.out = Kind::reduce, .contiguous_only = kVariant}},
+    {"avg_pool2d_padding", {N({2, 3, 7, 8})}, [](V x) { return F::avg_pool2d(x[0], pool(3, 2, 1)); }, [](H h) { return pool2d_ref(false, h[0], 3, 2, 1); }, {.out = Kind::reduce, .contiguous_only = kVariant, .golden = nn_golden("avgpool", {"x"})}},
+    {"avg_pool2d_padding_not_counted", {N({2, 3, 7, 8})}, [](V x) { return F::avg_pool2d(x[0], pool(3, 2, 1, false)); }, [](H h) { return pool2d_ref(false, h[0], 3, 2, 1, false); }, {.out = Kind::reduce, .contiguous_only = kVariant, .golden = nn_golden("avgpool_nopad", {"x"})}},
+    // ceil_mode: last windows clipped at the padding (8 → 5 rows), or dropped where they would start in it
+    {"max_pool2d_ceil", {N({2, 3, 8, 9})}, [](V x) { return F::max_pool2d(x[0], pool(3, 2, 1, true, true)); }, [](H h) { return pool2d_ref(true, h[0], 3, 2, 1, true, true); }, {.out = Kind::exact, .contiguous_only = kVariant, .golden = nn_golden("maxpool_ceil", {"x"})}},
+    {"max_pool2d_2x2_ceil", {N({2, 3, 5, 7})}, [](V x) { return F::max_pool2d(x[0], pool(2, 2, 0, true, true)); }, [](H h) { return pool2d_ref(true, h[0], 2, 2, 0, true, true); }, {.out = Kind::exact, .contiguous_only = kVariant, .golden = nn_golden("maxpool2x2_ceil", {"x"})}},
+    {"max_pool2d_ceil_rule", {N({1, 2, 3, 5})}, [](V x) { return F::max_pool2d(x[0], pool(2, 2, 1, true, true)); }, [](H h) { return pool2d_ref(true, h[0], 2, 2, 1, true, true); }, {.out = Kind::exact, .contiguous_only = kVariant, .golden = nn_golden("maxpool_ceil_rule", {"x"})}},
+    {"avg_pool2d_ceil", {N({2, 3, 8, 9})}, [](V x) { return F::avg_pool2d(x[0], pool(3, 2, 1, true, true)); }, [](H h) { return pool2d_ref(false, h[0], 3, 2, 1, true, true); }, {.out = Kind::reduce, .contiguous_only = kVariant, .golden = nn_golden("avgpool_ceil", {"x"})}},
+    {"avg_pool2d_ceil_not_counted", {N({2, 3, 8, 9})}, [](V x) { return F::avg_pool2d(x[0], pool(3, 2, 1, false, true)); }, [](H h) { return pool2d_ref(false, h[0], 3, 2, 1, false, true); }, {.out = Kind::reduce, .contiguous_only = kVariant, .golden = nn_golden("avgpool_ceil_nopad", {"x"})}},
+    {"avg_pool2d_ceil_unpadded", {N({2, 3, 8, 7})}, [](V x) { return F::avg_pool2d(x[0], pool(3, 2, 0, true, true)); }, [](H h) { return pool2d_ref(false, h[0], 3, 2, 0, true, true); }, {.out = Kind::reduce, .contiguous_only = kVariant, .golden = nn_golden("avgpool_ceil_unpadded", {"x"})}},
+    {"avg_pool2d_ceil_rule", {N({1, 2, 3, 5})}, [](V x) { return F::avg_pool2d(x[0], pool(2, 2, 1, true, true)); }, [](H h) { return pool2d_ref(false, h[0], 2, 2, 1, true, true); }, {.out = Kind::reduce, .contiguous_only = kVariant, .golden = nn_golden("avgpool_ceil_rule", {"x"})}},
+    // adaptive pooling, also to sizes that do not divide the input (overlapping windows of different sizes:
+    // nn_math::adaptive_start/end) and to an output larger than the input
+    {"adaptive_avg_pool2d", {N({2, 2, 5, 4})}, [](V x) { return F::adaptive_avg_pool2d(x[0], 3); }, [](H h) { return adaptive_pool2d_ref(false, h[0], 3, 3); }, {.out = Kind::reduce}},
+    {"adaptive_avg_pool2d_7", {N({2, 3, 10, 9})}, [](V x) { return F::adaptive_avg_pool2d(x[0], 7); }, [](H h) { return adaptive_pool2d_ref(false, h[0], 7, 7); }, {.out = Kind::reduce, .no_gradcheck = kLarge, .contiguous_only = kVariant, .golden = nn_golden("adaptive_avg_7", {"x"})}},
+    {"adaptive_avg_pool2d_divides", {N({2, 3, 6, 6})}, [](V x) { return F::adaptive_avg_pool2d(x[0], 2, 3); }, [](H h) { return adaptive_pool2d_ref(false, h[0], 2, 3); }, {.out = Kind::reduce, .contiguous_only = kVariant}},
+    {"adaptive_avg_pool2d_global", {N({2, 3, 4, 5})}, [](V x) { return F::adaptive_avg_pool2d(x[0], 1); }, [](H h) { return adaptive_pool2d_ref(false, h[0], 1, 1); }, {.out = Kind::reduce, .contiguous_only = kVariant, .golden = nn_golden("adaptive", {"x"})}},
+    {"adaptive_avg_pool2d_3x4", {N({2, 3, 5, 7})}, [](V x) { return F::adaptive_avg_pool2d(x[0], 3, 4); }, [](H h) { return adaptive_pool2d_ref(false, h[0], 3, 4); }, {.out = Kind::reduce, .contiguous_only = kVariant, .golden = nn_golden("adaptive_avg_3x4", {"x"})}},
+    {"adaptive_avg_pool2d_up", {N({1, 2, 3, 3})}, [](V x) { return F::adaptive_avg_pool2d(x[0], 4, 5); }, [](H h) { return adaptive_pool2d_ref(false, h[0], 4, 5); }, {.out = Kind::reduce, .contiguous_only = kVariant, .golden = nn_golden("adaptive_avg_up", {"x"})}},
+    {"adaptive_max_pool2d", {N({2, 2, 5, 4})}, [](V x) { return F::adaptive_max_pool2d(x[0], 3); }, [](H h) { return adaptive_pool2d_ref(true, h[0], 3, 3); }, {.out = Kind::exact}},
+    {"adaptive_max_pool2d_7", {N({2, 3, 10, 9})}, [](V x) { return F::adaptive_max_pool2d(x[0], 7); }, [](H h) { return adaptive_pool2d_ref(true, h[0], 7, 7); }, {.out = Kind::exact, .no_gradcheck = kLarge, .contiguous_only = kVariant, .golden = nn_golden("adaptive_max_7", {"x"})}},
+    {"adaptive_max_pool2d_3x4", {N({2, 3, 5, 7})}, [](V x) { return F::adaptive_max_pool2d(x[0], 3, 4); }, [](H h) { return adaptive_pool2d_ref(true, h[0], 3, 4); }, {.out = Kind::exact, .contiguous_only = kVariant, .golden = nn_golden("adaptive_max_3x4", {"x"})}},
+    {"adaptive_max_pool2d_up", {N({1, 2, 3, 3})}, [](V x) { return F::adaptive_max_pool2d(x[0], 4, 5); }, [](H h) { return adaptive_pool2d_ref(true, h[0], 4, 5); }, {.out = Kind::exact, .contiguous_only = kVariant, .golden = nn_golden("adaptive_max_up", {"x"})}},
+    // normalisation; training mode also compares the running statistics it updates (Options::state)
+    {"batch_norm_train", {N({3, 2, 3, 4}), N({2}), N({2})}, [](V x) { return batch_norm_train(x, x[1], x[2])[0]; }, [](H h) { return batch_norm_ref(h[0], &h[1], &h[2], nullptr, nullptr); }, {.out = Kind::reduce, .state = [](V x) { return batch_norm_train(x, x[1], x[2]); }}},
+    {"batch_norm_train_1d", {N({8, 5}), N({5}), N({5})}, [](V x) { return batch_norm_train(x, x[1], x[2])[0]; }, [](H h) { return batch_norm_ref(h[0], &h[1], &h[2], nullptr, nullptr); }, {.out = Kind::reduce, .contiguous_only = kVariant, .state = [](V x) { return batch_norm_train(x, x[1], x[2]); }}},
+    {"batch_norm_train_no_affine", {N({3, 2, 3, 4})}, [](V x) { return batch_norm_train(x, {}, {})[0]; }, [](H h) { return batch_norm_ref(h[0], nullptr, nullptr, nullptr, nullptr); }, {.out = Kind::reduce, .contiguous_only = kVariant, .state = [](V x) { return batch_norm_train(x, {}, {}); }}},
+    {"batch_norm_train_no_stats", {N({5, 4})}, [](V x) { return F::batch_norm(x[0], {}, {}, {}, {}, true); }, [](H h) { return batch_norm_ref(h[0], nullptr, nullptr, nullptr, nullptr); }, {.out = Kind::reduce, .contiguous_only = kVariant, .golden = nn_golden("bn1d", {"x"})}},
+    {"batch_norm_train_larger", {N({32, 16, 8, 8}), N({16}), N({16})}, [](V x) { return batch_norm_train(x, x[1], x[2])[0]; }, [](H h) { return batch_norm_ref(h[0], &h[1], &h[2], nullptr, nullptr); }, {.forward_tol = 1e-11, .out = Kind::reduce, .no_gradcheck = kLarge, .contiguous_only = kVariant, .state = [](V x) { return batch_norm_train(x, x[1], x[2]); }}},
+    {"batch_norm_eval", {N({3, 2, 3, 4}), N({2}), N({2})}, [](V x) { return batch_norm_eval(x, x[1], x[2]); }, [](H h) { const Host m = constant_host({2}, Domain::normal, 11), v = constant_host({2}, Domain::positive, 12); return batch_norm_ref(h[0], &h[1], &h[2], &m, &v); }, {.out = Kind::reduce}},
+    {"batch_norm_eval_golden", {N({4, 3, 2, 3}), N({3}), N({3})}, [](V x) { return F::batch_norm(x[0], golden_const(x, "bn_eval.rm"), golden_const(x, "bn_eval.rv"), x[1], x[2], false); }, [](H h) { const Host m = golden_host("bn_eval.rm"), v = golden_host("bn_eval.rv"); return batch_norm_ref(h[0], &h[1], &h[2], &m, &v); }, {.out = Kind::reduce, .contiguous_only = kVariant, .golden = nn_golden("bn_eval", {"x", "w", "b"})}},
+    {"batch_norm_eval_1d", {N({8, 5}), N({5}), N({5})}, [](V x) { return batch_norm_eval(x, x[1], x[2]); }, [](H h) { const Host m = constant_host({5}, Domain::normal, 11), v = constant_host({5}, Domain::positive, 12); return batch_norm_ref(h[0], &h[1], &h[2], &m, &v); }, {.out = Kind::reduce, .contiguous_only = kVariant}},
+    {"layer_norm", {N({4, 6, 5}), N({5}), N({5})}, [](V x) { return F::layer_norm(x[0], {5}, x[1], x[2]); }, [](H h) { return layer_norm_ref(h[0], 5, &h[1], &h[2]); }, {.out = Kind::reduce}},
+    {"layer_norm_2d", {N({2, 3, 4}), N({3, 4}), N({3, 4})}, [](V x) { return F::layer_norm(x[0], {3, 4}, x[1], x[2]); }, [](H h) { return layer_norm_ref(h[0], 12, &h[1], &h[2]); }, {.out = Kind::reduce, .contiguous_only = kVariant, .golden = nn_golden("layernorm", {"x", "w", "b"})}},
+    {"layer_norm_no_affine", {N({3, 7})}, [](V x) { return F::layer_norm(x[0], {7}); }, [](H h) { return layer_norm_ref(h[0], 7, nullptr, nullptr); }, {.out = Kind::reduce, .contiguous_only = kVariant}},
+    {"layer_norm_wide", {N({4, 1000}), N({1000}), N({1000})}, [](V x) { return F::layer_norm(x[0], {1000}, x[1], x[2]); }, [](H h) { return layer_norm_ref(h[0], 1000, &h[1], &h[2]); }, {.forward_tol = 1e-11, .out = Kind::reduce, .no_gradcheck = kLarge, .contiguous_only = kVariant}},
+    // softmax over wide rows (D = 1000), and at logits near ±1e3 (spread 3) and nearly tied at 1e3 (spread
+    // 1e-3: a few f32 spacings): the row sums accumulate in double on both devices and the formulas are one
+    // copy (backends/nn_math.h), so these take the elementwise tolerance: a device that shifted exp by a
+    // log-sum-exp rounded to f32 (rows summing to 1 ± 2e-5) where the other does not fails it.
+    // tests/test_nn_functional.cpp pins the CPU's values at such logits to PyTorch's.
+    {"softmax_wide", {N({4, 1000})}, [](V x) { return softmax(x[0], -1); }, [](H h) { return softmax_ref(h[0], -1, false); }, {.out = Kind::reduce, .no_gradcheck = kLarge, .contiguous_only = kVariant}},
+    {"log_softmax_wide", {N({4, 1000})}, [](V x) { return log_softmax(x[0], 1); }, [](H h) { return softmax_ref(h[0], 1, true); }, {.out = Kind::reduce, .no_gradcheck = kLarge, .contiguous_only = kVariant}},
+    {"softmax_wide_dim0", {N({1000, 3})}, [](V x) { return softmax(x[0], 0); }, [](H h) { return softmax_ref(h[0], 0, false); }, {.out = Kind::reduce, .no_gradcheck = kLarge, .contiguous_only = kVariant}},
+    {"softmax_large_logits", {N({8, 300})}, [](V x) { return softmax(x[0] * 3.0 + 1000.0, -1); }, [](H h) { return softmax_ref(affine_transform(h[0], 3, 1000), -1, false); }, {.forward_tol = 1e-11, .grad = Kind::elementwise, .no_gradcheck = kLarge, .contiguous_only = kVariant}},
+    {"softmax_nearly_tied", {N({8, 300})}, [](V x) { return softmax(x[0] * 1e-3 + 1000.0, -1); }, [](H h) { return softmax_ref(affine_transform(h[0], 1e-3, 1000), -1, false); }, {.forward_tol = 1e-11, .grad = Kind::elementwise, .no_gradcheck = kLarge, .contiguous_only = kVariant}},
+    {"softmax_negative_large_logits", {N({8, 300})}, [](V x) { return softmax(x[0] * 3.0 - 1000.0, -1); }, [](H h) { return softmax_ref(affine_transform(h[0], 3, -1000), -1, false); }, {.forward_tol = 1e-11, .grad = Kind::elementwise, .no_gradcheck = kLarge, .contiguous_only = kVariant}},
+    {"log_softmax_large_logits", {N({8, 300})}, [](V x) { return log_softmax(x[0] * 3.0 + 1000.0, -1); }, [](H h) { return softmax_ref(affine_transform(h[0], 3, 1000), -1, true); }, {.forward_tol = 1e-11, .grad = Kind::elementwise, .no_gradcheck = kLarge, .contiguous_only = kVariant}},
+    {"log_softmax_nearly_tied", {N({8, 300})}, [](V x) { return log_softmax(x[0] * 1e-3 - 1000.0, -1); }, [](H h) { return softmax_ref(affine_transform(h[0], 1e-3, -1000), -1, true); }, {.forward_tol = 1e-11, .grad = Kind::elementwise, .no_gradcheck = kLarge, .contiguous_only = kVariant}},
+    // losses
+    {"cross_entropy", {N({6, 5})}, [](V x) { return F::cross_entropy(x[0], golden_const(x, "ce.t")); }, [](H h) { return cross_entropy_ref(h[0], golden_labels("ce.t"), Red::mean); }, {.out = Kind::reduce, .golden = nn_golden("ce_mean", {"x"})}},
+    {"cross_entropy_ignore_index", {N({6, 5})}, [](V x) { return F::cross_entropy(x[0], labels(x, {0, 2, 4, 2, 1, 3}), xent(2, 0)); }, [](H h) { return cross_entropy_ref(h[0], {0, 2, 4, 2, 1, 3}, Red::mean, 2); }, {.out = Kind::reduce, .contiguous_only = kVariant}},
+    {"cross_entropy_ignore_default", {N({6, 5})}, [](V x) { return F::cross_entropy(x[0], labels(x, {0, -100, 4, 2, -100, 3})); }, [](H h) { return cross_entropy_ref(h[0], {0, -100, 4, 2, -100, 3}, Red::mean); }, {.out = Kind::reduce, .contiguous_only = kVariant}},
+    {"cross_entropy_label_smoothing", {N({6, 5})}, [](V x) { return F::cross_entropy(x[0], labels(x, kTargets), xent(-100, 0.1)); }, [](H h) { return cross_entropy_ref(h[0], kTargets, Red::mean, -100, 0.1); }, {.out = Kind::reduce, .contiguous_only = kVariant}},
+    {"cross_entropy_smoothing_ignore", {N({6, 5})}, [](V x) { return F::cross_entropy(x[0], labels(x, {1, -100, 4, 2, -100, 3}), xent(-100, 0.2)); }, [](H h) { return cross_entropy_ref(h[0], {1, -100, 4, 2, -100, 3}, Red::mean, -100, 0.2); }, {.out = Kind::reduce, .contiguous_only = kVariant, .golden = nn_golden("ce_smooth_ignore", {"x"})}},
+    {"cross_entropy_smoothing_ignore_none", {N({6, 5})}, [](V x) { return F::cross_entropy(x[0], labels(x, {0, 3, 4, 3, 1, 2}), xent(3, 0.2, F::Reduction::none)); }, [](H h) { return cross_entropy_ref(h[0], {0, 3, 4, 3, 1, 2}, Red::none, 3, 0.2); }, {.out = Kind::reduce, .contiguous_only = kVariant}},
+    {"cross_entropy_sum", {N({6, 5})}, [](V x) { return F::cross_entropy(x[0], golden_const(x, "ce.t"), xent(-100, 0, F::Reduction::sum)); }, [](H h) { return cross_entropy_ref(h[0], golden_labels("ce.t"), Red::sum); }, {.out = Kind::reduce, .contiguous_only = kVariant, .golden = nn_golden("ce_sum", {"x"})}},
+    {"cross_entropy_none_ignore", {N({6, 5})}, [](V x) { return F::cross_entropy(x[0], golden_const(x, "ce.t"), xent(4, 0, F::Reduction::none)); }, [](H h) { return cross_entropy_ref(h[0], golden_labels("ce.t"), Red::none, 4); }, {.out = Kind::reduce, .contiguous_only = kVariant, .golden = nn_golden("ce_none", {"x"})}},
+    {"cross_entropy_wide", {N({8, 1000})}, [](V x) { return F::cross_entropy(x[0], labels(x, kWideTargets)); }, [](H h) { return cross_entropy_ref(h[0], kWideTargets, Red::mean); }, {.out = Kind::reduce, .no_gradcheck = kLarge, .contiguous_only = kVariant}},
+    {"cross_entropy_large_logits", {N({6, 5})}, [](V x) { return F::cross_entropy(x[0] * 3.0 + 1000.0, labels(x, kTargets)); }, [](H h) { return cross_entropy_ref(affine_transform(h[0], 3, 1000), kTargets, Red::mean); }, {.forward_tol = 1e-11, .grad = Kind::elementwise, .contiguous_only = kVariant}},
+    {"cross_entropy_nearly_tied", {N({6, 5})}, [](V x) { return F::cross_entropy(x[0] * 1e-3 + 1000.0, labels(x, kTargets), xent(-100, 0, F::Reduction::none)); }, [](H h) { return cross_entropy_ref(affine_transform(h[0], 1e-3, 1000), kTargets, Red::none); }, {.forward_tol = 1e-11, .grad = Kind::elementwise, .contiguous_only = kVariant}},
+    {"cross_entropy_large_smoothing", {N({6, 5})}, [](V x) { return F::cross_entropy(x[0] * 3.0 - 1000.0, labels(x, kTargets), xent(-100, 0.1)); }, [](H h) { return cross_entropy_ref(affine_transform(h[0], 3, -1000), kTargets, Red::mean, -100, 0.1); }, {.forward_tol = 1e-11, .grad = Kind::elementwise, .contiguous_only = kVariant}},
+    {"cross_entropy_large_ignore_index", {N({6, 5})}, [](V x) { return F::cross_entropy(x[0] * 3.0 + 1000.0, labels(x, {0, 2, 4, 2, 1, 3}), xent(2, 0.2, F::Reduction::sum)); }, [](H h) { return cross_entropy_ref(affine_transform(h[0], 3, 1000), {0, 2, 4, 2, 1, 3}, Red::sum, 2, 0.2); }, {.forward_tol = 1e-11, .grad = Kind::elementwise, .contiguous_only = kVariant}},
+    {"cross_entropy_large_wide", {N({8, 1000})}, [](V x) { return F::cross_entropy(x[0] * 3.0 + 1000.0, labels(x, kWideTargets)); }, [](H h) { return cross_entropy_ref(affine_transform(h[0], 3, 1000), kWideTargets, Red::mean); }, {.forward_tol = 1e-11, .grad = Kind::elementwise, .no_gradcheck = kLarge, .contiguous_only = kVariant}},
+    // losses with options: class weights, probability targets, K-dim inputs, pos_weight (PyTorch's goldens)
+    {"cross_entropy_weight", {N({6, 5})}, [](V x) { return F::cross_entropy(x[0], golden_const(x, "ce_w.t"), {.weight = golden_const(x, "ce_w.w")}); }, nullptr, {.out = Kind::reduce, .contiguous_only = kVariant, .golden = nn_golden("ce_w", {"x"})}},
+    {"cross_entropy_weight_smoothing_sum", {N({6, 5})}, [](V x) { return F::cross_entropy(x[0], golden_const(x, "ce_w_sum.t"), {.ignore_index = 2, .label_smoothing = 0.1, .reduction = F::Reduction::sum, .weight = golden_const(x, "ce_w_sum.w")}); }, nullptr, {.out = Kind::reduce, .contiguous_only = kVariant, .golden = nn_golden("ce_w_sum", {"x"})}},
+    {"cross_entropy_weight_smoothing_ignore", {N({6, 5})}, [](V x) { return F::cross_entropy(x[0], golden_const(x, "ce_w_smooth_ignore.t"), {.label_smoothing = 0.2, .weight = golden_const(x, "ce_w_smooth_ignore.w")}); }, nullptr, {.out = Kind::reduce, .contiguous_only = kVariant, .golden = nn_golden("ce_w_smooth_ignore", {"x"})}},
+    {"cross_entropy_probs", {N({6, 5}), N({6, 5})}, [](V x) { return F::cross_entropy(x[0], x[1]); }, nullptr, {.out = Kind::reduce, .contiguous_only = kVariant, .golden = nn_golden("ce_prob", {"x", "t"})}},
+    {"cross_entropy_probs_smoothing_weight", {N({6, 5}), N({6, 5})}, [](V x) { return F::cross_entropy(x[0], x[1], {.label_smoothing = 0.2, .reduction = F::Reduction::none, .weight = golden_const(x, "ce_prob_smooth_w.w")}); }, nullptr, {.out = Kind::reduce, .contiguous_only = kVariant, .golden = nn_golden("ce_prob_smooth_w", {"x", "t"})}},
+    {"cross_entropy_kdim", {N({2, 4, 3, 2})}, [](V x) { return F::cross_entropy(x[0], golden_const(x, "ce_kdim_mean.t"), {.label_smoothing = 0.2}); }, [](H h) { return cross_entropy_ref(h[0], golden_labels("ce_kdim_mean.t"), Red::mean, -100, 0.2); }, {.out = Kind::reduce, .contiguous_only = kVariant, .golden = nn_golden("ce_kdim_mean", {"x"})}},
+    {"cross_entropy_kdim_weight", {N({2, 4, 3, 2})}, [](V x) { return F::cross_entropy(x[0], golden_const(x, "ce_kdim_w.t"), {.weight = golden_const(x, "ce_kdim_w.w")}); }, nullptr, {.out = Kind::reduce, .contiguous_only = kVariant, .golden = nn_golden("ce_kdim_w", {"x"})}},
+    {"nll_loss", {N({6, 5})}, [](V x) { return F::nll_loss(log_softmax(x[0], 1), golden_const(x, "ce.t")); }, [](H h) { return cross_entropy_ref(h[0], golden_labels("ce.t"), Red::mean); }, {.out = Kind::reduce, .golden = nn_golden("nll", {"x"})}},
+    {"nll_loss_weight_kdim_none", {N({2, 4, 3, 2})}, [](V x) { return F::nll_loss(log_softmax(x[0], 1), golden_const(x, "nll_kdim_w_none.t"), {.reduction = F::Reduction::none, .weight = golden_const(x, "nll_kdim_w_none.w")}); }, nullptr, {.out = Kind::reduce, .contiguous_only = kVariant, .golden = nn_golden("nll_kdim_w_none", {"x"})}},
+    {"mse_loss", {N({3, 4}), N({3, 4})}, [](V x) { return F::mse_loss(x[0], x[1]); }, [](H h) { return mse_ref(h[0], h[1], Red::mean); }, {.out = Kind::reduce, .golden = nn_golden("mse", {"x", "t"})}},
+    {"l1_loss", {N({3, 4}), N({3, 4})}, [](V x) { return F::l1_loss(x[0], x[1], {.reduction = F::Reduction::sum}); }, [](H h) { return l1_ref(h[0], h[1], Red::sum); }, {.out = Kind::reduce, .golden = nn_golden("l1", {"x", "t"})}},
+    {"bce_with_logits", {N({3, 4}), N({3, 4})}, [](V x) { return F::binary_cross_entropy_with_logits(x[0], x[1]); }, [](H h) { return bce_with_logits_ref(h[0], h[1], Red::mean); }, {.out = Kind::reduce, .golden = nn_golden("bce", {"x", "t"})}},
+    {"bce_with_logits_none", {N({3, 4})}, [](V x) { return F::binary_cross_entropy_with_logits(x[0], uniform_constant(x, {3, 4}, 13), {.reduction = F::Reduction::none}); }, [](H h) { return bce_with_logits_ref(h[0], uniform_host({3, 4}, 13), Red::none); }, {.out = Kind::reduce, .contiguous_only = kVariant}},
+    {"bce_with_logits_weight_pos_weight", {N({3, 4}), N({3, 4})}, [](V x) { return F::binary_cross_entropy_with_logits(x[0], x[1], {.weight = golden_const(x, "bce_w_pos.w"), .pos_weight = golden_const(x, "bce_w_pos.p")}); }, [](H h) { const Host w = golden_host("bce_w_pos.w"), p = golden_host("bce_w_pos.p"); return bce_with_logits_ref(h[0], h[1], Red::mean, &w, &p); }, {.out = Kind::reduce, .contiguous_only = kVariant, .golden = nn_golden("bce_w_pos", {"x", "t"})}},
+    {"bce_with_logits_large_weight_pos_weight", {N({3, 4})}, [](V x) { return F::binary_cross_entropy_with_logits(x[0] * 10.0, uniform_constant(x, {3, 4}, 13), {.weight = constant(x, {3, 1}, Domain::positive, 24), .pos_weight = constant(x, {4}, Domain::positive, 25)}); }, [](H h) { const Host w = constant_host({3, 1}, Domain::positive, 24), p = constant_host({4}, Domain::positive, 25); return bce_with_logits_ref(affine_transform(h[0], 10, 0), uniform_host({3, 4}, 13), Red::mean, &w, &p); }, {.out = Kind::reduce, .contiguous_only = kVariant}},
+    // layers built from tensor ops
+    {"linear", {N({4, 3}), N({5, 3}), N({5})}, [](V x) { return F::linear(x[0], x[1], x[2]); }, [](H h) { return affine_ref(h[0], h[1], h[2]); }, {.out = Kind::reduce, .golden = nn_golden("linear", {"x", "w", "b"})}},
+    // dropout: a seeded generator inside the op, so each call draws the same mask (Philox: the same on both
+    // devices; outputs and gradients exact) and the op is a function gradcheck can differentiate. No
+    // independent reference for the mask itself: tests/test_nn_functional.cpp checks its statistics.
+    {"dropout", {N({4, 50})}, [](V x) { Generator g(42); return F::dropout(x[0], 0.3, true, &g); }, nullptr, {.out = Kind::exact, .grad = Kind::exact}},
+    {"dropout_larger", {N({64, 1000})}, [](V x) { Generator g(43); return F::dropout(x[0], 0.5, true, &g); }, nullptr, {.out = Kind::exact, .grad = Kind::exact, .no_gradcheck = kLarge, .contiguous_only = kVariant}},
+    // embedding: the backward scatter-adds rows (atomics on the GPU: the order of the additions varies)
+    {"embedding", {N({10, 4})}, [](V x) { return F::embedding(labels(x, kEmbeddingIndices, {2, 3}), x[0]); }, [](H h) { return embedding_ref(h[0], kEmbeddingIndices, {2, 3}); }, {.out = Kind::exact}},
+    {"embedding_padding_idx", {N({10, 4})}, [](V x) { return F::embedding(labels(x, kEmbeddingIndices, {2, 3}), x[0], {.padding_idx = 3}); }, [](H h) { return embedding_ref(h[0], kEmbeddingIndices, {2, 3}); }, {.out = Kind::exact, .no_gradcheck = "the padding row's zero gradient is PyTorch's rule, not the derivative (the output does depend on that row)", .contiguous_only = kVariant}},
   };
   return table;
 }
@@ -516,15 +943,6 @@ enum class Layout { contiguous, transposed, sliced, expanded };
 inline const char* layout_name(Layout l) {
   static const char* names[] = {"contiguous", "transposed", "sliced", "expanded"};
   return names[static_cast<int>(l)];
-}
-
-// Values drawn on the CPU in f64 (so a seed gives the same numbers whatever the dtype and device asked
-// for), then converted to `dtype` and moved to `device`.
-inline Tensor random_values(const Shape& shape, Domain domain, Generator& gen, DType dtype = DType::f64,
-                            Device device = kCPU) {
-  const Tensor u = rand(shape, {.dtype = DType::f64}, &gen);
-  NoGradGuard no_grad;
-  return (domain == Domain::positive ? u * 1.5 + 0.5 : (u - 0.5) * 4.0).to(dtype).to(device);
 }
 
 // A leaf for `in` in `layout`, on `device` in `dtype`; `expand` is set when the op must see
@@ -552,6 +970,37 @@ inline Tensor make_leaf(const In& in, Layout layout, Generator& gen, bool& expan
     leaf = random_values(s, in.domain, gen, dtype, device);
   }
   return leaf.requires_grad_();
+}
+
+// A line's layouts: all four, or contiguous only (Options::contiguous_only).
+inline std::vector<Layout> layouts_of(const OpCase& c) {
+  if (c.o.contiguous_only != nullptr) return {Layout::contiguous};
+  return {Layout::contiguous, Layout::transposed, Layout::sliced, Layout::expanded};
+}
+
+// One run of a line as the parity and guard tests make it: leaves drawn as the gradcheck test draws them
+// (seed 1000 + row, the same layout), the op on `device` in `dtype` (its state too, where it has one), then a
+// backward from a seeded random upstream gradient.
+struct OpRun {
+  Outs outs;  // [0] the output, then the state the op updated (Options::state)
+  std::vector<Tensor> leaves;
+  bool non_contiguous = false;  // some input the op sees is a non-contiguous view
+};
+inline OpRun run_row(size_t row, Layout layout, DType dtype, Device device) {
+  const OpCase& c = op_table()[row];
+  Generator gen(1000 + row);
+  OpRun r;
+  std::vector<Tensor> xs;
+  for (const In& in : c.inputs) {
+    bool expand = false;
+    r.leaves.push_back(make_leaf(in, layout, gen, expand, dtype, device));
+    xs.push_back(expand ? r.leaves.back().expand(in.shape) : r.leaves.back());
+    r.non_contiguous = r.non_contiguous || !xs.back().is_contiguous();
+  }
+  r.outs = c.o.state ? c.o.state(xs) : Outs{c.op(xs)};
+  Generator upstream(5000 + row);
+  r.outs[0].backward(random_values(r.outs[0].shape(), Domain::normal, upstream, r.outs[0].dtype(), device));
+  return r;
 }
 
 }  // namespace ember::optable
