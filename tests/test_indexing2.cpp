@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "autograd/gradcheck.h"
+#include "backends/cpu/cpu_backend.h"
 #include "test_helpers.h"
 
 namespace ember {
@@ -410,6 +411,32 @@ TEST(Embedding, MaxNormRenormalisesTheLookedUpRowsOnly) {
   const float k = static_cast<float>(1.0 / (5.0 + 1e-7));
   EXPECT_TRUE(close_to(emb.weight, {3 * k, 4 * k, 0.3, 0.4, 6, 8, 1, 0}, {4, 2}));
   EXPECT_TRUE(close_to(y, {3 * k, 4 * k, 0.3, 0.4, 3 * k, 4 * k}, {3, 2}));
+}
+
+// Device plumbing, with a second CPU backend standing in for CUDA (as tests/test_cuda_standin.cpp): index
+// tensors and masks on the CPU index a "cuda:0" tensor, a 0-d CPU value fills it, results stay on its device.
+TEST(Index2Devices, CpuIndicesOnAnotherDevice) {
+  static cpu::CpuBackend standin;  // outlives every tensor it serves
+  set_backend_override(DeviceType::CUDA, &standin);
+  {
+    const Device gpu{DeviceType::CUDA, 0};
+    Tensor x = arange(12, {.dtype = DType::f32}).reshape({3, 4}).to(gpu);
+    const Tensor picked = x.index({from_vector<int64_t>({2, 0}), from_vector<bool>({true, false, false, true})});
+    EXPECT_EQ(picked.device(), gpu);
+    EXPECT_TRUE(close_to(picked.to(kCPU), {8, 3}, {2}));
+    x.index_put_({gt(x, 5.0).to(kCPU)}, scalar_tensor(-1.0));
+    EXPECT_TRUE(close_to(x.to(kCPU), {0, 1, 2, 3, 4, 5, -1, -1, -1, -1, -1, -1}, {3, 4}));
+    const Tensor nz = nonzero(lt(x, 0.0));
+    EXPECT_EQ(nz.device(), gpu);
+    EXPECT_EQ(nz.shape(), (Shape{6, 2}));
+    const Tensor r = x.scatter_reduce(1, zeros({3, 2}, {.dtype = DType::i64, .device = gpu}), ones({3, 2}, {.device = gpu}), "amax", false);
+    EXPECT_TRUE(close_to(r.to(kCPU), {1, 1, 2, 3, 1, 5, -1, -1, 1, -1, -1, -1}, {3, 4}));
+    const Tensor bag = F::embedding_bag(from_vector<int64_t>({0, 2, 1}).to(gpu), ones({3, 2}, {.device = gpu}),
+                                        {.offsets = from_vector<int64_t>({0, 1}).to(gpu), .mode = "sum"});
+    EXPECT_EQ(bag.device(), gpu);
+    EXPECT_TRUE(close_to(bag.to(kCPU), {1, 1, 2, 2}, {2, 2}));
+  }
+  set_backend_override(DeviceType::CUDA, nullptr);
 }
 
 }  // namespace
