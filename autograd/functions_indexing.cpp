@@ -80,7 +80,7 @@ struct ScatterReduceBackward : autograd::Node {
   int dim = 0;
   std::string reduce;
   bool include_self = true;
-  SavedTensor self, src, index, result;
+  SavedTensor self, src, index, result;  // self, src and result: prod, amax and amin only
   std::string_view name() const override { return "scatter_reduce"; }
   void release() override {
     self.release();
@@ -90,8 +90,10 @@ struct ScatterReduceBackward : autograd::Node {
   }
   void backward(const Tensor& g, Tensor* grad_inputs) override {
     const Tensor idx = index.unpack(*this);
-    const Tensor full_src = src.unpack(*this);
-    const Tensor s = raw::as_strided(full_src, idx.shape(), full_src.strides(), full_src.offset());  // what was read
+    const auto read_src = [&] {  // the index-shaped corner of src: what the forward read
+      const Tensor full = src.unpack(*this);
+      return raw::as_strided(full, idx.shape(), full.strides(), full.offset());
+    };
     const Tensor one = scalar_for(g, 1.0, false);
     Tensor grad_self, grad_src;
     if (reduce == "sum") {
@@ -106,7 +108,7 @@ struct ScatterReduceBackward : autograd::Node {
     } else if (reduce == "prod") {
       // Each factor's gradient is the product of the others: result / factor, computed without dividing by
       // zero (a zero self is replaced by 1 in a second product; a single zero in src likewise).
-      const Tensor x = self.unpack(*this), out = result.unpack(*this);
+      const Tensor x = self.unpack(*this), out = result.unpack(*this), s = read_src();
       const Tensor masked_self = where(x == 0.0, one, x);
       const Tensor masked_self_result = raw::scatter_reduce(masked_self, dim, idx, s, "prod", include_self);
       grad_self = g * masked_self_result / masked_self;
@@ -117,7 +119,7 @@ struct ScatterReduceBackward : autograd::Node {
       grad_src = where(single_zero, raw::gather(g * masked_src_result, dim, idx),
                        raw::gather(g * out, dim, idx) / where(src_zero, one, s));
     } else {  // amax, amin: split evenly among the values equal to the result
-      const Tensor x = self.unpack(*this), out = result.unpack(*this);
+      const Tensor x = self.unpack(*this), out = result.unpack(*this), s = read_src();
       const Tensor value = raw::gather(out, dim, idx);
       Tensor self_is_result = (x == out).to(g.dtype());
       if (!include_self) self_is_result = zero_at(self_is_result, dim, idx);
@@ -348,8 +350,8 @@ Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const T
     node->reduce = std::string(reduce);
     node->include_self = include_self;
     node->index.save(index);
-    node->src.save(src);
-    if (reduce == "prod" || reduce == "amax" || reduce == "amin") {
+    if (reduce == "prod" || reduce == "amax" || reduce == "amin") {  // sum and mean need the index alone
+      node->src.save(src);
       node->self.save(x);
       node->result.save(out, true);
     }
