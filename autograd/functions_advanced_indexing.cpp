@@ -211,6 +211,9 @@ Tensor Tensor::index_put(const std::vector<TensorIndex>& indices, const Tensor& 
 }
 
 Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor& values, bool accumulate) {
+  for (int d = 0; d < dim(); ++d)
+    EMBER_CHECK(strides()[d] != 0 || shape()[d] <= 1, "index_put_: the tensor (shape ", shape(), ", strides ",
+                strides(), ") has elements sharing memory (an expand()ed view); write into a clone() of it");
   if (autograd::needs_graph(*this, values)) {
     EMBER_CHECK(!(is_leaf() && requires_grad()), "index_put_: a leaf tensor that requires grad cannot be written in "
                 "place (as in PyTorch); write into a clone, use index_put (out of place), or wrap the write in "

@@ -303,6 +303,8 @@ TEST(AdvancedIndexing, Errors) {
                            {"index_put_: the values are f64 but the tensor is f32"}));
   EXPECT_TRUE(throws_error([&] { y.index_put_({from_vector<int64_t>({0, 1})}, ones({3, 3})); },
                            {"index_put_: values of shape [3, 3] cannot be broadcast to the indexed shape [2, 3]"}));
+  Tensor expanded = zeros({3}).expand({2, 3});
+  EXPECT_TRUE(throws_error([&] { expanded.index_put_({0}, 1.0); }, {"index_put_", "sharing memory", "clone()"}));
   Tensor leaf = zeros({2, 3}).requires_grad_();
   EXPECT_TRUE(throws_error([&] { leaf.index_put_({0}, 1.0); }, {"index_put_: a leaf tensor that requires grad"}));
 }
