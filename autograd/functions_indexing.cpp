@@ -1,6 +1,9 @@
-// masked_fill, tril/triu, one_hot, scatter, index_add, repeat, flip, chunk/split/unbind, multinomial, and
-// their gradients. masked_fill and tril/triu are `where` with a mask, repeat is expand + reshape, and
-// chunk/split/unbind are narrow/select views: their gradients are those ops' own.
+// masked_fill, tril/triu, one_hot, scatter, index_add, repeat, flip, chunk/split/unbind, multinomial,
+// scatter_add/scatter_reduce, take_along_dim, masked_select, nonzero/where(cond), the embedding lookup and
+// renorm, and their gradients. masked_fill and tril/triu are `where` with a mask, repeat is expand +
+// reshape, chunk/split/unbind are narrow/select views, take_along_dim is expand + gather, masked_select is
+// expand + index_select: their gradients are those ops' own.
+#include <algorithm>
 #include <cmath>
 
 #include "autograd/node.h"
@@ -31,6 +34,20 @@ Tensor triangle(const Tensor& x, int64_t diagonal, bool lower) {
   return where(mask, x, zero_scalar(x));
 }
 
+// A gradient for a scatter source of `shape` from its index-shaped corner `picked` (zeros elsewhere: those
+// elements of src were not read).
+Tensor source_grad(const Tensor& picked, const Shape& shape) {
+  if (shape == picked.shape()) return picked;
+  Tensor grad = zeros(shape, {.dtype = picked.dtype(), .device = picked.device()});
+  raw::copy_(raw::as_strided(grad, picked.shape(), grad.strides(), grad.offset()), picked);
+  return grad;
+}
+
+// g with the positions the index names along dim set to 0.
+Tensor zero_at(const Tensor& g, int dim, const Tensor& idx) {
+  return raw::scatter(g, dim, idx, raw::expand(zero_scalar(g), idx.shape()));
+}
+
 // scatter: x's gradient is g with the written positions zeroed (they were overwritten); src's is g read back
 // at the index (zeros where src was not read, outside the index's shape).
 struct ScatterBackward : autograd::Node {
@@ -40,18 +57,102 @@ struct ScatterBackward : autograd::Node {
   void release() override { index.release(); }
   void backward(const Tensor& g, Tensor* grad_inputs) override {
     const Tensor idx = index.unpack(*this);
-    if (needs_grad(0)) grad_inputs[0] = raw::scatter(g, dim, idx, raw::expand(zero_scalar(g), idx.shape()));
-    if (next.size() > 1 && needs_grad(1)) {
-      const Tensor picked = raw::gather(g, dim, idx);
-      const Shape& shape = next[1].shape;
-      if (shape == idx.shape()) {
-        grad_inputs[1] = picked;
-      } else {
-        Tensor grad = zeros(shape, {.dtype = g.dtype(), .device = g.device()});
-        raw::copy_(raw::as_strided(grad, idx.shape(), grad.strides(), grad.offset()), picked);
-        grad_inputs[1] = grad;
-      }
+    if (needs_grad(0)) grad_inputs[0] = zero_at(g, dim, idx);
+    if (next.size() > 1 && needs_grad(1)) grad_inputs[1] = source_grad(raw::gather(g, dim, idx), next[1].shape);
+  }
+};
+
+// scatter_add: x's gradient is g; src's is g read back at the index.
+struct ScatterAddBackward : autograd::Node {
+  int dim = 0;
+  SavedTensor index;
+  std::string_view name() const override { return "scatter_add"; }
+  void release() override { index.release(); }
+  void backward(const Tensor& g, Tensor* grad_inputs) override {
+    if (needs_grad(0)) grad_inputs[0] = g;
+    if (needs_grad(1)) grad_inputs[1] = source_grad(raw::gather(g, dim, index.unpack(*this)), next[1].shape);
+  }
+};
+
+// scatter_reduce: PyTorch's scatter_reduce_backward (torch/csrc/autograd/FunctionsManual.cpp), with the
+// excluded self left out of amax/amin's tie count (see autograd/ops.h).
+struct ScatterReduceBackward : autograd::Node {
+  int dim = 0;
+  std::string reduce;
+  bool include_self = true;
+  SavedTensor self, src, index, result;  // self, src and result: prod, amax and amin only
+  std::string_view name() const override { return "scatter_reduce"; }
+  void release() override {
+    self.release();
+    src.release();
+    index.release();
+    result.release();
+  }
+  void backward(const Tensor& g, Tensor* grad_inputs) override {
+    const Tensor idx = index.unpack(*this);
+    const auto read_src = [&] {  // the index-shaped corner of src: what the forward read
+      const Tensor full = src.unpack(*this);
+      return raw::as_strided(full, idx.shape(), full.strides(), full.offset());
+    };
+    const Tensor one = scalar_for(g, 1.0, false);
+    Tensor grad_self, grad_src;
+    if (reduce == "sum") {
+      grad_self = g;
+      grad_src = raw::gather(g, dim, idx);
+    } else if (reduce == "mean") {
+      Tensor n = include_self ? ones_like(g) : zeros_like(g);
+      n = raw::scatter_add(n, dim, idx, raw::expand(one, idx.shape()));
+      n = where(n == 0.0, one, n);
+      grad_self = g / n;
+      grad_src = raw::gather(g, dim, idx) / raw::gather(n, dim, idx);
+    } else if (reduce == "prod") {
+      // Each factor's gradient is the product of the others: result / factor, computed without dividing by
+      // zero (a zero self is replaced by 1 in a second product; a single zero in src likewise).
+      const Tensor x = self.unpack(*this), out = result.unpack(*this), s = read_src();
+      const Tensor masked_self = where(x == 0.0, one, x);
+      const Tensor masked_self_result = raw::scatter_reduce(masked_self, dim, idx, s, "prod", include_self);
+      grad_self = g * masked_self_result / masked_self;
+      const Tensor src_zero = s == 0.0;
+      const Tensor zeros_at = raw::gather(raw::scatter_add(zeros_like(x), dim, idx, src_zero.to(x.dtype())), dim, idx);
+      const Tensor single_zero = logical_and(src_zero, zeros_at == 1.0);
+      const Tensor masked_src_result = raw::scatter_reduce(x, dim, idx, where(single_zero, one, s), "prod", include_self);
+      grad_src = where(single_zero, raw::gather(g * masked_src_result, dim, idx),
+                       raw::gather(g * out, dim, idx) / where(src_zero, one, s));
+    } else {  // amax, amin: split evenly among the values equal to the result
+      const Tensor x = self.unpack(*this), out = result.unpack(*this), s = read_src();
+      const Tensor value = raw::gather(out, dim, idx);
+      Tensor self_is_result = (x == out).to(g.dtype());
+      if (!include_self) self_is_result = zero_at(self_is_result, dim, idx);
+      const Tensor src_is_result = (s == value).to(g.dtype());
+      const Tensor count = raw::scatter_add(self_is_result, dim, idx, src_is_result);
+      const Tensor share = g / count;
+      grad_self = self_is_result * share;
+      grad_src = src_is_result * raw::gather(share, dim, idx);
     }
+    if (needs_grad(0)) grad_inputs[0] = include_self ? grad_self : zero_at(grad_self, dim, idx);
+    if (needs_grad(1)) grad_inputs[1] = source_grad(grad_src, next[1].shape);
+  }
+};
+
+// embedding_lookup: rows of g added into the weight's rows at the indices, none from padding positions,
+// each divided by its index's count with scale_grad_by_freq.
+struct EmbeddingBackward : autograd::Node {
+  int64_t padding_idx = -1;
+  bool scale_grad_by_freq = false;
+  SavedTensor indices;  // flattened [L]
+  std::string_view name() const override { return "embedding"; }
+  void release() override { indices.release(); }
+  void backward(const Tensor& g, Tensor* grad_inputs) override {
+    const Tensor flat = indices.unpack(*this);
+    const Shape& shape = next[0].shape;  // [V, D]
+    Tensor rows = g.reshape({flat.numel(), shape[1]});
+    if (padding_idx >= 0) rows = where((flat == padding_idx).unsqueeze(1), zero_scalar(rows), rows);
+    if (scale_grad_by_freq) {
+      const TensorOptions options{.dtype = g.dtype(), .device = g.device()};
+      const Tensor counts = raw::index_add(zeros({shape[0]}, options), 0, flat, ones({flat.numel()}, options), 1);
+      rows = rows / raw::index_select(counts, 0, flat).unsqueeze(1);
+    }
+    grad_inputs[0] = raw::index_add(zeros(shape, {.dtype = g.dtype(), .device = g.device()}), 0, flat, rows, 1);
   }
 };
 
@@ -229,6 +330,118 @@ std::vector<Tensor> unbind(const Tensor& x, int64_t dim) {
 
 Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, Generator* gen) {
   return raw::multinomial(probs, num_samples, replacement, gen);
+}
+
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  Tensor out = raw::scatter_add(x, dim, index, src);
+  if (auto node = make_node<ScatterAddBackward>(x, src)) {
+    node->dim = wrap_dim(dim, x.dim(), "scatter_add");
+    node->index.save(index);
+    set_history(out, std::move(node));
+  }
+  return out;
+}
+
+Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, std::string_view reduce,
+                      bool include_self) {
+  Tensor out = raw::scatter_reduce(x, dim, index, src, reduce, include_self);
+  if (auto node = make_node<ScatterReduceBackward>(x, src)) {
+    node->dim = wrap_dim(dim, x.dim(), "scatter_reduce");
+    node->reduce = std::string(reduce);
+    node->include_self = include_self;
+    node->index.save(index);
+    if (reduce == "prod" || reduce == "amax" || reduce == "amin") {  // sum and mean need the index alone
+      node->src.save(src);
+      node->self.save(x);
+      node->result.save(out, true);
+    }
+    set_history(out, std::move(node));
+  }
+  return out;
+}
+
+Tensor take_along_dim(const Tensor& x, const Tensor& indices, std::optional<int64_t> dim) {
+  raw::check_same_device(x, indices, "take_along_dim");
+  EMBER_CHECK(indices.dtype() == DType::i64, "take_along_dim: the indices must be i64, got ", dtype_name(indices.dtype()));
+  if (!dim.has_value()) return gather(x.reshape({-1}), 0, indices.reshape({-1}));
+  EMBER_CHECK(x.dim() == indices.dim(), "take_along_dim: the input (shape ", x.shape(), ") and the indices (shape ",
+              indices.shape(), ") must have the same number of dims");
+  if (x.dim() == 0) return gather(x, 0, indices);
+  const int d = wrap_dim(*dim, x.dim(), "take_along_dim");
+  // Each broadcast to the other's shape in every dim but d (PyTorch's rule).
+  Shape x_shape = x.shape(), index_shape = indices.shape();
+  x_shape[d] = indices.size(d);
+  index_shape[d] = x.size(d);
+  const Shape index_to = raw::broadcast_shapes(x_shape, indices.shape(), "take_along_dim");
+  const Shape x_to = raw::broadcast_shapes(index_shape, x.shape(), "take_along_dim");
+  return gather(x_to == x.shape() ? x : x.expand(x_to), d, index_to == indices.shape() ? indices : indices.expand(index_to));
+}
+
+Tensor masked_select(const Tensor& x, const Tensor& mask) {
+  raw::check_same_device(x, mask, "masked_select");
+  EMBER_CHECK(mask.dtype() == DType::b8, "masked_select: the mask must be a bool tensor (e.g. from x > 0), got ",
+              dtype_name(mask.dtype()));
+  const Shape shape = raw::broadcast_shapes(x.shape(), mask.shape(), "masked_select");
+  const Tensor positions = raw::nonzero(raw::reshape(raw::expand(mask, shape), {shape.numel()}));
+  const Tensor xs = shape == x.shape() ? x : x.expand(shape);
+  return index_select(xs.reshape({shape.numel()}), 0, raw::reshape(positions, {positions.shape()[0]}));
+}
+
+Tensor nonzero(const Tensor& x) { return raw::nonzero(x); }
+
+std::vector<Tensor> nonzero_numpy(const Tensor& x) {
+  const Tensor nz = raw::nonzero(x.dim() == 0 ? raw::reshape(x, {1}) : x);  // a 0-d input counts as 1-D
+  std::vector<Tensor> columns;
+  for (int d = 0; d < nz.shape()[1]; ++d) columns.push_back(raw::select(nz, 1, d));
+  return columns;
+}
+
+std::vector<Tensor> where(const Tensor& cond) { return nonzero_numpy(cond); }
+
+Tensor embedding_lookup(const Tensor& weight, const Tensor& indices, int64_t padding_idx, bool scale_grad_by_freq) {
+  EMBER_CHECK(weight.dim() == 2, "embedding: weight must be [num_embeddings, dim], got shape ", weight.shape());
+  EMBER_CHECK(indices.dtype() == DType::i64, "embedding: indices must be i64, got ", dtype_name(indices.dtype()));
+  raw::check_same_device(weight, indices, "embedding");
+  Shape out_shape = indices.shape();
+  out_shape.push_back(weight.size(1));
+  const Tensor flat = raw::reshape(indices, {indices.numel()});
+  Tensor out = raw::reshape(raw::index_select(weight, 0, flat), out_shape);
+  if (auto node = make_node<EmbeddingBackward>(weight)) {
+    node->padding_idx = padding_idx;
+    node->scale_grad_by_freq = scale_grad_by_freq;
+    node->indices.save(flat);
+    set_history(out, std::move(node));
+  }
+  return out;
+}
+
+Tensor& embedding_renorm_(Tensor& weight, const Tensor& indices, double max_norm, double norm_type) {
+  EMBER_CHECK(weight.dim() == 2, "embedding_renorm_: weight must be [num_embeddings, dim], got shape ", weight.shape());
+  EMBER_CHECK(indices.dtype() == DType::i64, "embedding_renorm_: indices must be i64, got ", dtype_name(indices.dtype()));
+  EMBER_CHECK(is_floating(weight.dtype()), "embedding_renorm_: weight must be floating, got ", dtype_name(weight.dtype()));
+  NoGradGuard no_grad;
+  // The distinct rows named (sorted, as PyTorch's CPU kernel visits them; each is renormalised once).
+  std::vector<int64_t> rows = indices.to_vector<int64_t>();
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  if (rows.empty()) return weight;
+  const int64_t V = weight.size(0);
+  EMBER_CHECK(rows.front() >= 0 && rows.back() < V, "embedding_renorm_: index ", rows.front() < 0 ? rows.front() : rows.back(),
+              " is out of range for ", V, " embeddings");
+  const Tensor picked = from_vector(rows).to(weight.device());
+  const Tensor r = raw::index_select(weight, 0, picked);  // [U, D]
+  // Each row's norm in the weight's dtype (torch.norm's p: inf is the largest |x|, 0 the count of nonzeros).
+  Tensor norm;
+  if (std::isinf(norm_type)) norm = norm_type > 0 ? amax(abs(r), 1) : amin(abs(r), 1);
+  else if (norm_type == 0) norm = sum((r != 0.0).to(r.dtype()), 1);
+  else if (norm_type == 1) norm = sum(abs(r), 1);
+  else if (norm_type == 2) norm = sqrt(sum(square(r), 1));
+  else norm = pow(sum(pow(abs(r), norm_type), 1), 1.0 / norm_type);
+  // PyTorch: scale = max_norm / (norm + 1e-7) in double, then the row times the scale in the weight's dtype.
+  const Tensor n = norm.to(DType::f64);
+  const Tensor scale = where(n > max_norm, max_norm / (n + 1e-7), scalar_for(n, 1.0, false)).to(weight.dtype());
+  weight.index_put_({picked}, r * scale.unsqueeze(1));
+  return weight;
 }
 
 }  // namespace ember

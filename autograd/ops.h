@@ -172,6 +172,49 @@ std::vector<Tensor> unbind(const Tensor& x, int64_t dim = 0);
 // GPU the probabilities are copied over and the samples back); the numbers are Ember's Philox stream.
 Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement = false, Generator* gen = nullptr);
 
+// --- scatter reductions, gathers, selections by mask, advanced indexing (PyTorch 1.13) ------------------------
+// A copy of x with src added at the index along dim: out[.., index[i][j], ..] += src[i][j] (dim = 0 shown);
+// index, src and x as scatter's (repeats add up). Gradients: x gets g; src gets g gathered at index.
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+// torch.scatter_reduce: src reduced into a copy of x at the index along dim with reduce = "sum", "prod",
+// "mean", "amax" or "amin"; include_self = false leaves x's values out of the positions the index names
+// (positions it does not name keep x's value). Integer "mean" rounds down. f32, f64 and i64; not bool.
+// Gradients as PyTorch's scatter_reduce backward: prod divides out each factor (zeros handled exactly:
+// a single zero gets the product of the others), mean divides by the count, amax/amin split the gradient
+// evenly among the values equal to the result (NOTE: with include_self = false an excluded value of x that
+// equals the result is not counted, where PyTorch 1.13 counts it and so gives the winners too little).
+Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, std::string_view reduce,
+                      bool include_self = true);
+// torch.take_along_dim: gather along dim after broadcasting x and indices (i64) in every other dim (they
+// must have the same number of dims); without dim, x and indices are flattened first.
+Tensor take_along_dim(const Tensor& x, const Tensor& indices, std::optional<int64_t> dim = std::nullopt);
+// The elements of x where mask (bool) is true, after broadcasting them together: 1-D, row-major.
+// The gradient goes back to the selected positions.
+Tensor masked_select(const Tensor& x, const Tensor& mask);
+// [count, x.dim()] i64 multi-indices of the nonzero elements, row-major (torch.nonzero); nonzero_numpy is
+// nonzero(as_tuple=True): one 1-D i64 tensor per dim. where(cond) (one argument) is nonzero_numpy(cond).
+// They read the count on the host (a GPU waits), as PyTorch. Not differentiable.
+Tensor nonzero(const Tensor& x);
+std::vector<Tensor> nonzero_numpy(const Tensor& x);
+std::vector<Tensor> where(const Tensor& cond);
+// x with values written at x.index(indices) (out of place; torch.index_put): values (x's dtype) broadcast to
+// the shape x.index(indices) has; accumulate adds them (repeats add up), else writes them (a repeated
+// position keeps one of the writes, unspecified, as PyTorch). Gradients: values get g.index(indices)
+// (summed over broadcast dims); x gets g, with the written positions zeroed unless accumulate.
+// index_put_ does it in place (Tensor::index_put_); with a graph the tensor takes the op's history (a leaf
+// that requires grad throws, as PyTorch; a view's base does not see the new history).
+Tensor index_put(const Tensor& x, const std::vector<indexing::TensorIndex>& indices, const Tensor& values,
+                 bool accumulate = false);
+// --- embedding lookups (what nn::functional::embedding / embedding_bag are built on) ----------------------
+// torch.embedding: weight [V, D], indices i64 (any shape, values in [0, V)) → [*indices.shape, D]. The gradient
+// scatters back into weight's rows, except from the positions holding padding_idx (-1: none); with
+// scale_grad_by_freq each position's gradient is divided by how often its index occurs in `indices`.
+Tensor embedding_lookup(const Tensor& weight, const Tensor& indices, int64_t padding_idx = -1,
+                        bool scale_grad_by_freq = false);
+// torch.embedding_renorm_: in place and without a graph, each row of weight that `indices` names and whose
+// norm_type-norm exceeds max_norm is scaled by max_norm / (norm + 1e-7). Returns weight.
+Tensor& embedding_renorm_(Tensor& weight, const Tensor& indices, double max_norm, double norm_type = 2.0);
+
 // --- operators and scalars ------------------------------------------------------------------------
 // A C++ number next to a tensor acts like a Python scalar: 2.0 * f32 stays f32, 2 * i64 stays i64,
 // 0.5 * i64 gives f32.

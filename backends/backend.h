@@ -59,6 +59,9 @@ enum class RandomOp : uint8_t { uniform, normal, bernoulli };
 // scatter: out[i][index[i][j][k]][k] = in[i][j][k] (with repeated indices, one of the writes wins: the last in
 // row-major order on the CPU, an unspecified one on CUDA, as PyTorch).
 enum class IndexOp : uint8_t { gather, scatter_add, scatter };
+// scatter_reduce: out[i][index[i][j][k]][k] = op(out[i][index[i][j][k]][k], in[i][j][k]) (dim = 1); amax/amin
+// propagate NaN (backends/index_math.h). torch's "mean" is sum then a division, done in core.
+enum class ScatterReduceOp : uint8_t { sum, prod, amax, amin };
 
 // --- parameters of the fused neural-network ops ---------------------------------------------------------
 // Pairs are (height, width).
@@ -231,7 +234,9 @@ inline constexpr int kPinnedHostIndex = -1;
   X(attention_backward, (const TensorArg& q, const TensorArg& k, const TensorArg& v, const TensorArg* mask,         \
                          const TensorArg& out, const TensorArg& lse, const TensorArg& grad_out,                    \
                          const TensorArg* grad_q, const TensorArg* grad_k, const TensorArg* grad_v,                \
-                         const AttentionParams& p))
+                         const AttentionParams& p))                                                                \
+  /* --- scatter reductions (backends/index_math.h: the per-element math and the operand check) --- */             \
+  X(scatter_reduce, (ScatterReduceOp op, const TensorArg& src, const TensorArg& index, const TensorArg& out, int dim))
 
 // What a backend class writes to declare every entry: `EMBER_BACKEND_OPS(EMBER_BACKEND_OVERRIDE)`.
 #define EMBER_BACKEND_OVERRIDE(name, params) void name params override;

@@ -1,5 +1,6 @@
-// scatter, index_add, flip, the triangle masks of tril/triu, and the sampling ops: multinomial, randint,
-// randperm (PyTorch 1.13 semantics; the numbers come from Ember's Philox generator, not PyTorch's).
+// scatter, index_add, scatter_add/scatter_reduce, nonzero, put_ (index_put_'s write), flip, the triangle
+// masks of tril/triu, and the sampling ops: multinomial, randint, randperm (PyTorch 1.13 semantics; the
+// numbers come from Ember's Philox generator, not PyTorch's).
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -18,33 +19,42 @@ Tensor index_along(const Tensor& index, const Shape& shape, int d) {
   return as_strided(index, shape, strides, index.offset());
 }
 
+// The checks scatter, scatter_add and scatter_reduce share (PyTorch's scatter_gather_dtype/shape checks).
+int check_scatter_operands(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src, const char* op) {
+  check_same_device(t, index, op);
+  check_same_device(t, src, op);
+  EMBER_CHECK(index.dtype() == DType::i64, op, ": the index must be i64, got ", dtype_name(index.dtype()));
+  EMBER_CHECK(src.dtype() == t.dtype(), op, ": the source is ", dtype_name(src.dtype()), " but the input is ",
+              dtype_name(t.dtype()), "; convert the source with .to(", dtype_name(t.dtype()), ")");
+  const int d = wrap_dim(dim, t.dim(), op);
+  EMBER_CHECK(index.dim() == t.dim() && src.dim() == t.dim(), op, ": the index (shape ", index.shape(),
+              ") and the source (shape ", src.shape(), ") must have as many dims as the input (shape ", t.shape(), ")");
+  for (int k = 0; k < t.dim(); ++k)
+    EMBER_CHECK(index.shape()[k] <= src.shape()[k] && (k == d || index.shape()[k] <= t.shape()[k]), op,
+                ": the index shape ", index.shape(), " must be no larger than the source shape ", src.shape(),
+                " in every dim, and than the input shape ", t.shape(), " in every dim but ", d);
+  return d;
+}
+
+// The index-shaped corner of src, and the three operands as 1-D when t is 0-d.
+struct ScatterArgs {
+  TensorArg src, index, out;
+  int dim;
+};
+ScatterArgs scatter_args(const Tensor& out, int d, const Tensor& index, const Tensor& src) {
+  const Tensor part = as_strided(src, index.shape(), src.strides(), src.offset());
+  if (out.dim() == 0) return {unsqueeze(part, 0).arg(), unsqueeze(index, 0).arg(), unsqueeze(out, 0).arg(), 0};
+  return {part.arg(), index.arg(), out.arg(), d};
+}
+
 }  // namespace
 
 Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src) {
-  check_same_device(t, index, "scatter");
-  check_same_device(t, src, "scatter");
-  EMBER_CHECK(index.dtype() == DType::i64, "scatter: the index must be i64, got ", dtype_name(index.dtype()));
-  EMBER_CHECK(src.dtype() == t.dtype(), "scatter: the source is ", dtype_name(src.dtype()), " but the input is ",
-              dtype_name(t.dtype()), "; convert the source with .to(", dtype_name(t.dtype()), ")");
-  const int d = wrap_dim(dim, t.dim(), "scatter");
-  EMBER_CHECK(index.dim() == t.dim(), "scatter: the index (shape ", index.shape(),
-              ") must have as many dims as the input (shape ", t.shape(), ")");
-  EMBER_CHECK(src.dim() == t.dim(), "scatter: the source (shape ", src.shape(),
-              ") must have as many dims as the input (shape ", t.shape(), ")");
-  for (int k = 0; k < t.dim(); ++k)
-    EMBER_CHECK(index.shape()[k] <= src.shape()[k] && (k == d || index.shape()[k] <= t.shape()[k]),
-                "scatter: the index shape ", index.shape(), " must be no larger than the source shape ", src.shape(),
-                " in every dim, and than the input shape ", t.shape(), " in every dim but ", d);
+  const int d = check_scatter_operands(t, dim, index, src, "scatter");
   Tensor out = clone(t);
   if (index.numel() == 0) return out;
-  // Only the index-shaped corner of src is read.
-  const Tensor part = as_strided(src, index.shape(), src.strides(), src.offset());
-  if (t.dim() == 0) {
-    backend(t.device()).index(IndexOp::scatter, unsqueeze(part, 0).arg(), unsqueeze(index, 0).arg(),
-                              unsqueeze(out, 0).arg(), 0);
-  } else {
-    backend(t.device()).index(IndexOp::scatter, part.arg(), index.arg(), out.arg(), d);
-  }
+  const ScatterArgs a = scatter_args(out, d, index, src);  // only the index-shaped corner of src is read
+  backend(t.device()).index(IndexOp::scatter, a.src, a.index, a.out, a.dim);
   return out;
 }
 
@@ -82,6 +92,106 @@ Tensor index_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor
     backend(t.device()).index(IndexOp::scatter_add, s.arg(), index_along(index, s.shape(), d).arg(), out.arg(), d);
   }
   return t.dim() == 0 ? reshape(out, t.shape()) : out;
+}
+
+Tensor scatter_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src) {
+  const int d = check_scatter_operands(t, dim, index, src, "scatter_add");
+  Tensor out = clone(t);
+  if (index.numel() == 0) return out;
+  const ScatterArgs a = scatter_args(out, d, index, src);
+  backend(t.device()).index(IndexOp::scatter_add, a.src, a.index, a.out, a.dim);
+  return out;
+}
+
+Tensor scatter_reduce(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src, std::string_view reduce,
+                      bool include_self) {
+  const bool mean = reduce == "mean";
+  ScatterReduceOp op = ScatterReduceOp::sum;
+  if (reduce == "prod") op = ScatterReduceOp::prod;
+  else if (reduce == "amax") op = ScatterReduceOp::amax;
+  else if (reduce == "amin") op = ScatterReduceOp::amin;
+  else EMBER_CHECK(mean || reduce == "sum", "scatter_reduce: reduce must be \"sum\", \"prod\", \"mean\", \"amax\" or "
+                   "\"amin\", got \"", reduce, "\"");
+  const int d = check_scatter_operands(t, dim, index, src, "scatter_reduce");
+  EMBER_CHECK(t.dtype() != DType::b8, "scatter_reduce: not defined for bool tensors; convert with .to(DType::i64)");
+  Tensor out = clone(t);
+  if (index.numel() == 0) return out;
+  const ScatterArgs a = scatter_args(out, d, index, src);
+  if (!include_self) {  // the named positions start from the reduction's identity (PyTorch's exclude-self init)
+    const bool floating = is_floating(t.dtype());
+    double identity = 0;
+    if (op == ScatterReduceOp::prod) identity = 1;
+    if (op == ScatterReduceOp::amax) identity = floating ? -INFINITY : -9223372036854775808.0;
+    if (op == ScatterReduceOp::amin) identity = floating ? INFINITY : 9223372036854775807.0;
+    Tensor init = empty(index.shape(), t.dtype(), t.device());
+    if (floating || op != ScatterReduceOp::amin) {
+      fill_(init, identity);
+    } else {  // INT64_MAX is not a double: fill with the exact integer
+      fill_(init, 0);
+      binary_(BinaryOp::sub, init, full({}, 1.0, {.dtype = DType::i64, .device = t.device()}));
+      binary_(BinaryOp::sub, init, full({}, -9223372036854775808.0, {.dtype = DType::i64, .device = t.device()}));
+    }
+    const ScatterArgs ia = scatter_args(out, d, index, init);
+    backend(t.device()).index(IndexOp::scatter, ia.src, ia.index, ia.out, ia.dim);
+  }
+  backend(t.device()).scatter_reduce(op, a.src, a.index, a.out, a.dim);
+  if (!mean) return out;
+  // mean: the sum divided by the number of values at each position (self included or not), 1 where none.
+  Tensor count = include_self ? ones_like(out) : zeros_like(out);
+  const Tensor one = expand(full({}, 1.0, {.dtype = t.dtype(), .device = t.device()}), index.shape());
+  const ScatterArgs ca = scatter_args(count, d, index, one);
+  backend(t.device()).index(IndexOp::scatter_add, ca.src, ca.index, ca.out, ca.dim);
+  count = where(binary(BinaryOp::eq, count, scalar_like(count, 0, true)), scalar_like(count, 1, true), count);
+  if (is_floating(t.dtype())) return binary(BinaryOp::div, out, count);
+  // floor division of integers, through f64 (exact while |sum| < 2^53)
+  const Tensor q = binary(BinaryOp::div, to(out, DType::f64), to(count, DType::f64));
+  const Tensor truncated = to(q, DType::i64);  // toward zero: one less where q is negative and not whole
+  return binary(BinaryOp::sub, truncated, to(binary(BinaryOp::lt, q, to(truncated, DType::f64)), DType::i64));
+}
+
+Tensor nonzero(const Tensor& t) {
+  const int n = t.dim();
+  const Tensor mask = t.dtype() == DType::b8 ? contiguous(t) : binary(BinaryOp::ne, t, scalar_like(t, 0, true));
+  const int64_t count = t.numel() == 0 ? 0 : reduce(ReduceOp::sum, mask, {}, false).item<int64_t>();
+  const TensorOptions i64{.dtype = DType::i64, .device = t.device()};
+  // Rows [count + 1, n]: each true element's coordinates go to row (its rank among the true ones); the false
+  // ones all go to the extra last row, which is dropped.
+  Tensor out = empty({count + 1, n}, DType::i64, t.device());
+  if (count == 0 || n == 0) {
+    if (n == 0 && count > 0) return zeros({count, 0}, i64);
+    return narrow(out, 0, 0, count);
+  }
+  const Tensor flat = reshape(mask, {t.numel()});
+  const Tensor rank = binary(BinaryOp::sub, cumsum(flat, 0), full({}, 1.0, i64));
+  const Tensor row = reshape(where(flat, rank, full({}, static_cast<double>(count), i64)), t.shape());
+  for (int d = 0; d < n; ++d) {
+    // The coordinate along d of every element: arange(size) seen with t's shape (stride 0 in the other dims).
+    const Tensor coord = arange(int64_t{0}, t.shape()[d], int64_t{1}, i64);
+    Shape strides = Shape::filled(n, 0);
+    strides[d] = 1;
+    const Tensor coords = as_strided(coord, t.shape(), strides, coord.offset());
+    // Column d of out addressed by the row index: [count + 1] elements n apart; stride 0 in t's other dims.
+    TensorArg column = out.arg();
+    column.data = static_cast<int64_t*>(column.data) + d;
+    column.ndim = n;
+    for (int k = 0; k < n; ++k) column.shape[k] = k == 0 ? count + 1 : 1, column.strides[k] = k == 0 ? n : 0;
+    backend(t.device()).index(IndexOp::scatter, coords.arg(), row.arg(), column, 0);
+  }
+  return narrow(out, 0, 0, count);
+}
+
+void put_(const Tensor& target, const Tensor& pos, const Tensor& vals, bool accumulate) {
+  check_same_device(target, pos, "index_put_");
+  check_same_device(target, vals, "index_put_");
+  EMBER_CHECK(pos.dim() == 1 && vals.shape() == pos.shape() && pos.dtype() == DType::i64 &&
+                  vals.dtype() == target.dtype(),
+              "index_put_: internal error: positions ", pos.shape(), " and values ", vals.shape(), " do not match");
+  if (pos.numel() == 0) return;
+  const int64_t extent = static_cast<int64_t>(target.impl().storage->nbytes() / target.element_size());
+  const Tensor storage = as_strided(target, {extent}, {1}, 0);
+  backend(target.device()).index(accumulate ? IndexOp::scatter_add : IndexOp::scatter, vals.arg(), pos.arg(),
+                                 storage.arg(), 0);
+  target.impl().storage->bump_version();
 }
 
 Tensor flip(const Tensor& t, const Shape& dims) {
@@ -183,6 +293,13 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, G
 }
 
 }  // namespace raw
+
+namespace indexing {
+TensorIndex::TensorIndex(const char* text) : kind_(Kind::ellipsis) {
+  EMBER_CHECK(text != nullptr && std::string_view(text) == "...", "TensorIndex: the only text index is \"...\" "
+              "(Ellipsis), got \"", text == nullptr ? "" : text, "\"");
+}
+}  // namespace indexing
 
 namespace {
 

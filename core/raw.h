@@ -102,4 +102,20 @@ Tensor empty(const Shape& shape, DType dtype, Device device);
 // A new contiguous CPU tensor in page-locked memory (its copies to a GPU are asynchronous). Needs CUDA.
 Tensor empty_pinned(const Shape& shape, DType dtype);
 
+// --- scatter reductions, nonzero, writes at element offsets (core/indexing.cpp) --------------------------------
+// A copy of t with src added at the index along dim (torch.scatter_add); index, src and t as scatter's.
+Tensor scatter_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src);
+// A copy of t with src reduced into it at the index along dim (torch.scatter_reduce): reduce is "sum",
+// "prod", "mean", "amax" or "amin"; include_self: t's values take part (false: only the scattered ones, at
+// the positions the index names). "mean" of integers rounds down (floor), as PyTorch. Not for bool.
+Tensor scatter_reduce(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src, std::string_view reduce,
+                      bool include_self);
+// [count, t.dim()] i64: the multi-indices of t's nonzero (true) elements in row-major order. Reads the count
+// back to the host (a GPU waits), as PyTorch.
+Tensor nonzero(const Tensor& t);
+// target's storage ← vals at element offsets pos from the storage's first element (pos and vals 1-D, one
+// length; vals of target's dtype), added when accumulate, else written (a repeated offset: one write wins).
+// In place: bumps target's version. The offsets must lie in the storage (callers compute them from views).
+void put_(const Tensor& target, const Tensor& pos, const Tensor& vals, bool accumulate);
+
 }  // namespace ember::raw

@@ -5,9 +5,11 @@
 // Layering (DESIGN.md): this header is core/. The methods below that compute or make views are
 // user-facing ops: they are *defined* in autograd/ (autograd/ops.cpp), because they record the graph.
 // Code inside core/ must not call them — it uses the forward-only ember::raw:: functions (core/raw.h).
+#include <concepts>
 #include <cstdint>
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -24,6 +26,9 @@ namespace ember {
 namespace autograd {
 class Node;
 struct GradHooks;
+}
+namespace indexing {
+class TensorIndex;  // x.index({...}) (defined below the Tensor class)
 }
 
 struct TensorOptions {
@@ -123,6 +128,21 @@ class Tensor {
   std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
   std::vector<Tensor> split(const std::vector<int64_t>& split_sizes, int64_t dim = 0) const;
   std::vector<Tensor> unbind(int64_t dim = 0) const;
+  // scatter reductions, gathers along a dim, selections by mask, advanced indexing (PyTorch 1.13; each is the
+  // free function of the same name in autograd/ops.h; index/index_put_ are LibTorch's Tensor::index/index_put_).
+  Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor scatter_reduce(int64_t dim, const Tensor& index, const Tensor& src, std::string_view reduce,
+                        bool include_self = true) const;
+  Tensor take_along_dim(const Tensor& indices, std::optional<int64_t> dim = std::nullopt) const;
+  Tensor masked_select(const Tensor& mask) const;
+  Tensor nonzero() const;
+  std::vector<Tensor> nonzero_numpy() const;  // nonzero(as_tuple=True): one i64 tensor per dim
+  // x.index({idx}), x.index({mask}), x.index({Slice(), idx, None, Ellipsis, 0}): see ember::indexing below.
+  Tensor index(const std::vector<indexing::TensorIndex>& indices) const;
+  Tensor index_put(const std::vector<indexing::TensorIndex>& indices, const Tensor& values,
+                   bool accumulate = false) const;
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& values, bool accumulate = false);
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, double value);
 
   // --- math (each is the free function of the same name in autograd/ops.h) -----------------------
   // The element-wise ops of backends/elementwise_ops.h: x.exp(), x.add(y), x.eq(y), ...
@@ -220,6 +240,56 @@ class Tensor {
 };
 
 std::ostream& operator<<(std::ostream& out, const Tensor& t);
+
+// --- indices for Tensor::index / index_put_ (LibTorch's torch::indexing) ----------------------------------
+// Each entry of the list is one of:
+//   an integer     selects along the next dim (removes it; negative counts from the end), as x[2]
+//   Slice(a, b, s) Python's a:b:s along the next dim (each part optional: Slice() is `:`; s > 0)
+//   None           inserts a dim of size 1, as x[None]
+//   Ellipsis       ("..."): as many `:` as the dims the other entries leave
+//   true / false   inserts a dim of size 1 (false: of size 0), as x[True]
+//   a Tensor       an advanced index: i64 (any shape; negative indices wrap; out of range throws) indexes the
+//                  next dim; bool (a mask) indexes as many dims as it has, whose sizes it must match, by its
+//                  true positions (row-major). A 0-d i64 tensor acts as an integer.
+// Advanced indices broadcast together to a shape B; the result has B in place of the dims they index when
+// those dims are adjacent (after the integers are applied), else B first and the other dims after, as
+// PyTorch. Without advanced indices the result is a view, else a copy.
+namespace indexing {
+struct Slice {
+  Slice(std::optional<int64_t> start = std::nullopt, std::optional<int64_t> stop = std::nullopt,
+        std::optional<int64_t> step = std::nullopt)
+      : start(start), stop(stop), step(step) {}
+  std::optional<int64_t> start, stop, step;
+};
+struct EllipsisIndexType {};
+inline constexpr EllipsisIndexType Ellipsis{};
+inline constexpr std::nullopt_t None = std::nullopt;
+
+class TensorIndex {
+ public:
+  enum class Kind : uint8_t { none, ellipsis, integer, boolean, slice, tensor };
+  TensorIndex(std::nullopt_t) : kind_(Kind::none) {}
+  TensorIndex(EllipsisIndexType) : kind_(Kind::ellipsis) {}
+  TensorIndex(const char* text);  // "..." only
+  TensorIndex(int64_t i) : kind_(Kind::integer), integer_(i) {}
+  TensorIndex(int i) : kind_(Kind::integer), integer_(i) {}
+  template <std::same_as<bool> B>
+  TensorIndex(B b) : kind_(Kind::boolean), integer_(b ? 1 : 0) {}
+  TensorIndex(Slice s) : kind_(Kind::slice), slice_(s) {}
+  TensorIndex(Tensor t) : kind_(Kind::tensor), tensor_(std::move(t)) {}
+
+  Kind kind() const { return kind_; }
+  int64_t integer() const { return integer_; }  // the integer, or 1/0 for true/false
+  const Slice& slice() const { return slice_; }
+  const Tensor& tensor() const { return tensor_; }
+
+ private:
+  Kind kind_;
+  int64_t integer_ = 0;
+  Slice slice_;
+  Tensor tensor_;
+};
+}  // namespace indexing
 
 // --- factories (core/factories.cpp) ---------------------------------------------------------------
 Tensor empty(const Shape& shape, TensorOptions options = {});

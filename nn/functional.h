@@ -6,6 +6,7 @@
 // Shapes: N batch, C channels, H/W spatial, O output channels, K kernel, D features.
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <utility>
 #include <tuple>
 
@@ -87,10 +88,35 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* gen = nullpt
 // weight [V, D], indices i64 of any shape → [*indices.shape, D]. Backward scatter-adds into weight, except
 // at the positions holding padding_idx (in [-V, V); negative counts from the end; nullopt: none), whose
 // rows get no gradient from them, as PyTorch. An index outside [0, V) throws, naming it and its position.
+// max_norm: first renormalises, in place and without a graph, the rows the indices name whose norm_type-norm
+// exceeds it (torch.embedding_renorm_: scaled by max_norm / (norm + 1e-7)). scale_grad_by_freq: each
+// position's gradient is divided by the number of times its index occurs in `indices`.
 struct EmbeddingFuncOptions {
   std::optional<int64_t> padding_idx{};
+  std::optional<double> max_norm{};
+  double norm_type = 2.0;
+  bool scale_grad_by_freq = false;
 };
 Tensor embedding(const Tensor& indices, const Tensor& weight, const EmbeddingFuncOptions& options = {});
+// Sums, means or maxima of bags of embeddings without materialising them (torch.nn.functional.embedding_bag):
+// input i64 is 2-D [B, N] (B bags of N; no offsets) or 1-D [L] with offsets i64 [B] (bag b is
+// input[offsets[b] : offsets[b+1]], the last to the end; include_last_offset: offsets has B + 1 entries,
+// the last one ending bag B - 1). offsets must start at 0, not decrease and not pass L. → [B, D].
+// mode "sum", "mean" (divided by the bag's size) or "max" (element-wise; the gradient goes to the first
+// maximum). per_sample_weights (input's shape, weight's dtype; "sum" only) multiply each embedding.
+// padding_idx: those entries leave their bag (a mean divides by the others). An empty bag gives zeros.
+// max_norm, norm_type and scale_grad_by_freq as embedding's ("max" refuses scale_grad_by_freq, as PyTorch).
+struct EmbeddingBagFuncOptions {
+  Tensor offsets{};
+  std::optional<double> max_norm{};
+  double norm_type = 2.0;
+  bool scale_grad_by_freq = false;
+  std::string mode = "mean";
+  Tensor per_sample_weights{};
+  bool include_last_offset = false;
+  std::optional<int64_t> padding_idx{};
+};
+Tensor embedding_bag(const Tensor& input, const Tensor& weight, const EmbeddingBagFuncOptions& options = {});
 
 // --- attention --------------------------------------------------------------------------------------------
 struct AttentionOptions {

@@ -165,12 +165,47 @@ Embedding::Embedding(int64_t num, int64_t dim, const functional::EmbeddingFuncOp
                 " embeddings (in [-", num, ", ", num, "))");
     padding_idx = *padding < 0 ? *padding + num : *padding;
   }
+  max_norm = options.max_norm;
+  norm_type = options.norm_type;
+  scale_grad_by_freq = options.scale_grad_by_freq;
   weight = register_parameter("weight", empty({num, dim}));
   init::normal_(weight, 0.0, 1.0, gen);
   if (padding_idx.has_value()) {  // PyTorch's reset_parameters: the padding row starts at zero
     NoGradGuard no_grad;
     weight.select(0, *padding_idx).fill_(0.0);
   }
+}
+
+EmbeddingBag::EmbeddingBag(int64_t num, int64_t dim, const EmbeddingBagOptions& o, Generator* gen) : options(o) {
+  EMBER_CHECK(num > 0 && dim > 0, "EmbeddingBag: sizes must be positive, got ", num, " x ", dim);
+  EMBER_CHECK(o.mode == "sum" || o.mode == "mean" || o.mode == "max", "EmbeddingBag: mode must be \"sum\", \"mean\" "
+              "or \"max\", got \"", o.mode, "\"");
+  if (o.padding_idx.has_value()) {
+    const int64_t pad = *o.padding_idx;
+    EMBER_CHECK(pad >= -num && pad < num, "EmbeddingBag: padding_idx ", pad, " must be within the ", num,
+                " embeddings (in [-", num, ", ", num, "))");
+    options.padding_idx = pad < 0 ? pad + num : pad;
+  }
+  weight = register_parameter("weight", empty({num, dim}));
+  init::normal_(weight, 0.0, 1.0, gen);
+  if (options.padding_idx.has_value()) {
+    NoGradGuard no_grad;
+    weight.select(0, *options.padding_idx).fill_(0.0);
+  }
+}
+
+Tensor EmbeddingBag::forward(const Tensor& input, const Tensor& offsets, const Tensor& per_sample_weights) {
+  return functional::embedding_bag(input, weight,
+                                   {.offsets = offsets, .max_norm = options.max_norm, .norm_type = options.norm_type,
+                                    .scale_grad_by_freq = options.scale_grad_by_freq, .mode = options.mode,
+                                    .per_sample_weights = per_sample_weights,
+                                    .include_last_offset = options.include_last_offset,
+                                    .padding_idx = options.padding_idx});
+}
+
+std::string EmbeddingBag::describe() const {
+  return "EmbeddingBag(" + std::to_string(weight.size(0)) + ", " + std::to_string(weight.size(1)) + ", mode=" +
+         options.mode + ")";
 }
 
 ModuleList::ModuleList(std::initializer_list<std::shared_ptr<Module>> modules) {

@@ -155,17 +155,46 @@ class Dropout : public Module {
 // Lookup table: weight [num_embeddings, dim] ~ N(0, 1); forward(indices i64) → [*, dim]. With padding_idx
 // (negative counts from the end), that row starts at zero and gets no gradient, as PyTorch:
 // Embedding(10, 4, {.padding_idx = 0}) (an options struct: a bare 0 would convert to the Generator*).
+// max_norm (renormalises the looked-up rows in place at each forward), norm_type and scale_grad_by_freq as
+// functional::embedding's.
 class Embedding : public Module {
  public:
   Embedding(int64_t num_embeddings, int64_t embedding_dim, Generator* gen = nullptr);
   Embedding(int64_t num_embeddings, int64_t embedding_dim, const functional::EmbeddingFuncOptions& options,
             Generator* gen = nullptr);
   Tensor forward(const Tensor& indices) override {
-    return functional::embedding(indices, weight, {.padding_idx = padding_idx});
+    return functional::embedding(indices, weight, {.padding_idx = padding_idx, .max_norm = max_norm,
+                                                   .norm_type = norm_type, .scale_grad_by_freq = scale_grad_by_freq});
   }
   std::string type_name() const override { return "Embedding"; }
   Tensor weight;
   std::optional<int64_t> padding_idx;  // normalised to [0, num_embeddings)
+  std::optional<double> max_norm;
+  double norm_type = 2.0;
+  bool scale_grad_by_freq = false;
+};
+
+// torch.nn.EmbeddingBag: weight [num_embeddings, dim] ~ N(0, 1) (the padding row, if any, starts at zero);
+// forward(input, offsets, per_sample_weights) is functional::embedding_bag with these options.
+struct EmbeddingBagOptions {
+  std::optional<double> max_norm{};
+  double norm_type = 2.0;
+  bool scale_grad_by_freq = false;
+  std::string mode = "mean";  // "sum", "mean" or "max"
+  bool include_last_offset = false;
+  std::optional<int64_t> padding_idx{};
+};
+class EmbeddingBag : public Module {
+ public:
+  EmbeddingBag(int64_t num_embeddings, int64_t embedding_dim, const EmbeddingBagOptions& options = {},
+               Generator* gen = nullptr);
+  // A 2-D input [B, N]: B bags of N indices.
+  Tensor forward(const Tensor& input) override { return forward(input, Tensor()); }
+  Tensor forward(const Tensor& input, const Tensor& offsets, const Tensor& per_sample_weights = {});
+  std::string type_name() const override { return "EmbeddingBag"; }
+  std::string describe() const override;
+  Tensor weight;
+  EmbeddingBagOptions options;  // padding_idx normalised to [0, num_embeddings)
 };
 
 class Flatten : public Module {
