@@ -117,6 +117,11 @@ class GuardedBackend final : public Backend {
     inner_.index(op, in, index, out, dim);
     after("index");
   }
+  void scatter_reduce(ScatterReduceOp op, const TensorArg& src, const TensorArg& index, const TensorArg& out,
+                      int dim) override {
+    inner_.scatter_reduce(op, src, index, out, dim);
+    after("scatter_reduce");
+  }
   void random(RandomOp op, const TensorArg& out, uint64_t seed, uint64_t offset, double a, double b) override {
     inner_.random(op, out, seed, offset, a, b);
     after("random");
