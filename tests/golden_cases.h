@@ -41,8 +41,8 @@ class GoldenCases {
     ASSERT_EQ(actual.shape(), expected.shape()) << what;
     const auto a = actual.to_vector<double>(), e = expected.to_vector<double>();
     for (size_t i = 0; i < a.size(); ++i) {
-      if (std::isnan(e[i])) {
-        EXPECT_TRUE(std::isnan(a[i])) << what << " element " << i;
+      if (std::isnan(e[i]) || std::isinf(e[i])) {  // NaN matches NaN, ±inf itself
+        EXPECT_TRUE(std::isnan(e[i]) ? std::isnan(a[i]) : a[i] == e[i]) << what << " element " << i << ": " << a[i];
         continue;
       }
       ASSERT_NEAR(a[i], e[i], tol * (1 + std::abs(e[i]))) << what << " element " << i;

@@ -271,3 +271,58 @@ TEST(Losses, ErrorsNameTheLoss) {
   EXPECT_TRUE(test::throws_error([&] { F::smooth_l1_loss(zeros({2}, {.dtype = DType::i64}), zeros({2}, {.dtype = DType::i64})); },
                                  {"smooth_l1_loss", "floating"}));
 }
+
+TEST(Losses, CtcLoss) {
+  const auto lengths = [](const std::string& n, const char* key) { return at(n, key); };
+  check_both("ctc_mean", {"x"}, [&](const Inputs& m, const std::string& n) {
+    return F::ctc_loss(m.at("x"), at(n, "tg"), lengths(n, "il"), lengths(n, "tl"));
+  }, false);  // PyTorch's log_probs gradient assumes a log_softmax input: gradchecked through one below
+  check_both("ctc_logits_sum", {"x"}, [&](const Inputs& m, const std::string& n) {
+    return F::ctc_loss(log_softmax(m.at("x"), 2), at(n, "tg"), lengths(n, "il"), lengths(n, "tl"),
+                       F::CTCLossFuncOptions().reduction(R::sum));
+  });
+  check_both("ctc_concat_blank_last_none", {"x"}, [&](const Inputs& m, const std::string& n) {
+    return F::ctc_loss(m.at("x"), at(n, "tg"), lengths(n, "il"), lengths(n, "tl"), {.blank = 4, .reduction = R::none});
+  }, false);
+  check_both("ctc_zero_infinity", {"x"}, [&](const Inputs& m, const std::string& n) {
+    return F::ctc_loss(m.at("x"), at(n, "tg"), lengths(n, "il"), lengths(n, "tl"),
+                       {.reduction = R::none, .zero_infinity = true});
+  }, false);
+  check_both("ctc_zero_infinity_mean", {"x"}, [&](const Inputs& m, const std::string& n) {
+    return F::ctc_loss(m.at("x"), at(n, "tg"), lengths(n, "il"), lengths(n, "tl"), {.zero_infinity = true});
+  }, false);
+  check_both("ctc_unbatched_logits", {"x"}, [&](const Inputs& m, const std::string& n) {
+    return F::ctc_loss(log_softmax(m.at("x"), 1), at(n, "tg"), lengths(n, "il"), lengths(n, "tl"));
+  });
+  // The length lists (LibTorch's IntArrayRef overload) and the module give the same; without zero_infinity an
+  // impossible alignment is an infinite loss.
+  const std::string n = "ctc_zero_infinity";
+  const Tensor x = at(n, "x"), tg = at(n, "tg");
+  const Tensor l = F::ctc_loss(x, tg, std::vector<int64_t>{7, 1, 6}, std::vector<int64_t>{3, 2, 4}, {.reduction = R::none});
+  const auto v = l.to_vector<double>();
+  EXPECT_TRUE(std::isinf(v[1]) && v[1] > 0);
+  test::GoldenCases::expect_close(l.select(0, 0), at(n, "y").select(0, 0), "list lengths", 1e-12);
+  nn::CTCLoss module(nn::CTCLossOptions().zero_infinity(true));
+  test::GoldenCases::expect_close(module.forward(x, tg, at(n, "il"), at(n, "tl")),
+                                  F::ctc_loss(x, tg, at(n, "il"), at(n, "tl"), {.zero_infinity = true}), "module", 1e-12);
+}
+
+TEST(Losses, CtcLossErrors) {
+  const Tensor lp = log_softmax(randn({5, 2, 4}), 2);
+  const Tensor tg = from_vector<int64_t>({1, 2, 3, 1}, {2, 2}), il = from_vector<int64_t>({5, 5});
+  const Tensor tl = from_vector<int64_t>({2, 2});
+  EXPECT_TRUE(test::throws_error([&] { F::ctc_loss(lp.select(1, 0).select(1, 0), tg, il, tl); },
+                                 {"ctc_loss", "[T, N, C]", "[5]"}));
+  EXPECT_TRUE(test::throws_error([&] { F::ctc_loss(lp, tg, il, tl, {.blank = 4}); }, {"ctc_loss", "blank (4)", "[0, 4)"}));
+  EXPECT_TRUE(test::throws_error([&] { F::ctc_loss(lp, tg, from_vector<int64_t>({5}), tl); },
+                                 {"ctc_loss", "input_lengths has 1 entries", "(2)"}));
+  EXPECT_TRUE(test::throws_error([&] { F::ctc_loss(lp, tg, from_vector<int64_t>({6, 5}), tl); },
+                                 {"ctc_loss", "input_lengths[0] = 6", "T = 5"}));
+  EXPECT_TRUE(test::throws_error([&] { F::ctc_loss(lp, tg, il, from_vector<int64_t>({3, 2})); },
+                                 {"ctc_loss", "target_lengths[0] = 3", "S = 2"}));
+  EXPECT_TRUE(test::throws_error([&] { F::ctc_loss(lp, from_vector<int64_t>({1, 2, 3}), il, tl); },
+                                 {"ctc_loss", "sum to at least 4", "hold 3"}));
+  EXPECT_TRUE(test::throws_error([&] { F::ctc_loss(lp, from_vector<int64_t>({1, 0, 3, 1}, {2, 2}), il, tl); },
+                                 {"ctc_loss", "label 0 of sample 0", "other than blank"}));
+  EXPECT_TRUE(test::throws_error([&] { F::ctc_loss(lp, tg.to(DType::f32), il, tl); }, {"ctc_loss", "targets must be i64"}));
+}

@@ -134,6 +134,28 @@ case_both("mlsm_weight_none", lambda x, t, w: F.multilabel_soft_margin_loss(x, t
 case_both("mlsm_1d_sum", lambda x, t: F.multilabel_soft_margin_loss(x, t, reduction="sum"),
           consts={"t": torch.tensor([1.0, 0.0, 1.0])}, x=torch.randn(3))
 
+# ctc_loss. PyTorch's gradient for log_probs assumes they are a log_softmax (see nn/functional_ctc.cpp), so the
+# cases with log_probs as the leaf compare that gradient, and the _logits cases (logits -> log_softmax -> ctc)
+# are gradchecked.
+T, N, C = 7, 3, 5
+lp = torch.log_softmax(torch.randn(T, N, C) * 2, 2)
+padded = torch.tensor([[1, 2, 2, 0], [3, 1, 0, 0], [4, 4, 3, 1]])  # lengths 3, 2, 4 (repeats need blanks)
+ilen, tlen = torch.tensor([7, 5, 7]), torch.tensor([3, 2, 4])
+case_both("ctc_mean", lambda x, tg, il, tl: F.ctc_loss(x, tg, il, tl, blank=0),
+          consts={"tg": padded, "il": ilen, "tl": tlen}, x=lp)
+case_both("ctc_logits_sum", lambda x, tg, il, tl: F.ctc_loss(torch.log_softmax(x, 2), tg, il, tl, reduction="sum"),
+          consts={"tg": padded, "il": ilen, "tl": tlen}, x=torch.randn(T, N, C))
+concat = torch.tensor([0, 2, 1, 3, 3, 0, 2])  # lengths 2, 0, 5; blank = 4
+case_both("ctc_concat_blank_last_none", lambda x, tg, il, tl: F.ctc_loss(x, tg, il, tl, blank=4, reduction="none"),
+          consts={"tg": concat, "il": torch.tensor([4, 3, 7]), "tl": torch.tensor([2, 0, 5])}, x=lp)
+# sample 1 cannot align (2 labels need 2 steps, it has 1): infinite, zeroed with zero_infinity
+case_both("ctc_zero_infinity", lambda x, tg, il, tl: F.ctc_loss(x, tg, il, tl, reduction="none", zero_infinity=True),
+          consts={"tg": padded, "il": torch.tensor([7, 1, 6]), "tl": tlen}, x=lp)
+case_both("ctc_zero_infinity_mean", lambda x, tg, il, tl: F.ctc_loss(x, tg, il, tl, zero_infinity=True),
+          consts={"tg": padded, "il": torch.tensor([7, 1, 6]), "tl": tlen}, x=lp)
+case_both("ctc_unbatched_logits", lambda x, tg, il, tl: F.ctc_loss(torch.log_softmax(x, 1), tg, il, tl),
+          consts={"tg": torch.tensor([2, 3, 3]), "il": torch.tensor(6), "tl": torch.tensor(3)}, x=torch.randn(6, 4))
+
 # --- norms ----------------------------------------------------------------------------------------------
 out = files["norm"]
 case_both("gn", lambda x, w, b: F.group_norm(x, 3, w, b), x=torch.randn(2, 6, 3, 2), w=torch.randn(6), b=torch.randn(6))
