@@ -4,11 +4,13 @@
 // with fused backward passes, the rest are compositions of differentiable tensor ops.
 //
 // Shapes: N batch, C channels, H/W spatial, O output channels, K kernel, D features.
+#include <concepts>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
 #include <tuple>
+#include <vector>
 
 #include "autograd/ops.h"
 #include "core/tensor.h"
@@ -162,8 +164,9 @@ RecurrentSequence gru_sequence(const Tensor& xp, const Tensor& w_hh, const Tenso
                                bool reverse = false);
 
 // --- losses --------------------------------------------------------------------------------------------
-// Each takes one options struct shaped like LibTorch's torch::nn::functional::*FuncOptions. `weight` and
-// `pos_weight` are constants (no gradient flows into them, as PyTorch).
+// Each takes one options aggregate (designated initialisers: {.reduction = Reduction::sum}) and, as LibTorch,
+// its builder *FuncOptions (F::CrossEntropyFuncOptions().weight(w).ignore_index(3); the builders are below,
+// after the losses of round 3). `weight` and `pos_weight` are constants (no gradient flows into them, as PyTorch).
 
 // Class targets: input [N, C] (or [C] with a 0-d target, or [N, C, d1, ..., dk] with target
 // [N, d1, ..., dk]), target i64 class indices; or probability targets: a floating target of the input's
@@ -174,7 +177,6 @@ struct CrossEntropyOptions {
   Reduction reduction = Reduction::mean;
   Tensor weight{};  // [C] per-class weights, or undefined
 };
-using CrossEntropyFuncOptions = CrossEntropyOptions;  // LibTorch's name
 // log_softmax + nll, with PyTorch 1.13's reductions: class targets with mean divide by the summed weights
 // of the non-ignored targets (their count without weight; 0/0 = NaN when all are ignored); probability
 // targets with mean divide by the number of rows (N·d1·…·dk), with or without weight. The plain
@@ -186,18 +188,15 @@ struct NLLLossOptions {
   Reduction reduction = Reduction::mean;  // mean: Σ w[t]·loss / Σ w[t] over the non-ignored targets
   Tensor weight{};  // [C] or undefined
 };
-using NLLLossFuncOptions = NLLLossOptions;
 // log_probs [N, C] (or [C], or [N, C, d1..dk]), target i64 [N] (or 0-d, or [N, d1..dk]).
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const NLLLossOptions& options = {});
 
 struct MSELossOptions {
   Reduction reduction = Reduction::mean;
 };
-using MSELossFuncOptions = MSELossOptions;
 struct L1LossOptions {
   Reduction reduction = Reduction::mean;
 };
-using L1LossFuncOptions = L1LossOptions;
 // input and target of the same shape.
 Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossOptions& options = {});
 Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossOptions& options = {});
@@ -207,11 +206,386 @@ struct BCEWithLogitsOptions {
   Tensor weight{};      // broadcast to the input's shape (a rescaling per element), or undefined
   Tensor pos_weight{};  // [C] weights of the positive term, broadcast along the last dim, or undefined
 };
-using BinaryCrossEntropyWithLogitsFuncOptions = BCEWithLogitsOptions;
 // Sigmoid + binary cross entropy, stable for large |logits| (PyTorch 1.13's formula, l = 1 + (p-1)·y):
 //   loss = w · ((1 - y)·x + l·(log(1 + e^-|x|) + max(-x, 0)))
 // logits and target of the same shape; gradients for both.
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target,
                                         const BCEWithLogitsOptions& options = {});
+
+
+// --- losses, round 3 (nn/functional_loss.cpp, functional_ctc.cpp) ----------------------------------------
+// PyTorch 1.13's formulas, composed of differentiable ops (so they run on every backend, autograd included),
+// except binary_cross_entropy (PyTorch's exact gradient) and ctc_loss (its own alpha-beta recursion).
+// Where PyTorch errors or warns on a target of another shape (smooth_l1, huber, binary_cross_entropy) the
+// shapes must match; elsewhere the operands broadcast as in PyTorch, and a pair that does not throws naming
+// the loss. Every error names the loss.
+
+struct SmoothL1LossOptions {
+  Reduction reduction = Reduction::mean;
+  double beta = 1.0;  // >= 0; 0 gives l1_loss
+};
+// z = |input - target|: 0.5·z²/beta where z < beta, else z - 0.5·beta. input and target of one shape.
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossOptions& options = {});
+
+struct HuberLossOptions {
+  Reduction reduction = Reduction::mean;
+  double delta = 1.0;  // > 0
+};
+// z = |input - target|: 0.5·z² where z < delta, else delta·(z - 0.5·delta). input and target of one shape.
+Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossOptions& options = {});
+
+// kl_div's reduction: Reduction's three and batchmean (the sum divided by input.size(0), the mathematically
+// right KL divergence; mean divides by every element, as PyTorch). {.reduction = Reduction::sum} converts.
+struct KLDivReduction {
+  enum Kind { none, batchmean, sum, mean };
+  Kind kind = mean;
+  KLDivReduction(Kind k = mean) : kind(k) {}  // NOLINT: implicit, KLDivReduction::batchmean
+  KLDivReduction(Reduction r)                 // NOLINT: implicit, Reduction::sum
+      : kind(r == Reduction::none ? none : r == Reduction::sum ? sum : mean) {}
+  bool operator==(const KLDivReduction&) const = default;
+};
+struct KLDivOptions {
+  KLDivReduction reduction = KLDivReduction::mean;
+  bool log_target = false;  // target holds log-probabilities
+};
+// input: log-probabilities; target: probabilities (or log-probabilities with log_target). Per element
+// target·(log target - input) (0 where target = 0), or e^target·(target - input) with log_target.
+Tensor kl_div(const Tensor& input, const Tensor& target, const KLDivOptions& options = {});
+
+struct CosineSimilarityOptions {
+  int64_t dim = 1;
+  double eps = 1e-8;
+};
+// Σ_dim (x1/‖x1‖)·(x2/‖x2‖), each ‖x‖² clamped to at least eps² (PyTorch 1.13's formula: the clamp changes the
+// value, not the gradient's path). x1 and x2 broadcast; the result drops `dim`.
+Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, const CosineSimilarityOptions& options = {});
+
+struct PairwiseDistanceOptions {
+  double p = 2.0;
+  double eps = 1e-6;
+  bool keepdim = false;
+};
+// ‖x1 - x2 + eps‖_p over the last dim (x1 and x2 broadcast), as torch.pairwise_distance.
+Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, const PairwiseDistanceOptions& options = {});
+
+struct CosineEmbeddingLossOptions {
+  double margin = 0.0;
+  Reduction reduction = Reduction::mean;
+};
+// x1, x2 [N, D] with target [N] (or [D] with a 0-d target) of 1 or -1: 1 - cos where target = 1,
+// max(0, cos - margin) where target = -1 (0 for other values), cos = x1·x2 / √((‖x1‖² + 1e-12)(‖x2‖² + 1e-12)).
+Tensor cosine_embedding_loss(const Tensor& x1, const Tensor& x2, const Tensor& target,
+                             const CosineEmbeddingLossOptions& options = {});
+
+struct MarginRankingLossOptions {
+  double margin = 0.0;
+  Reduction reduction = Reduction::mean;
+};
+// max(0, -target·(x1 - x2) + margin); x1, x2 and target have one number of dims and broadcast.
+Tensor margin_ranking_loss(const Tensor& x1, const Tensor& x2, const Tensor& target,
+                           const MarginRankingLossOptions& options = {});
+
+struct TripletMarginLossOptions {
+  double margin = 1.0;
+  double p = 2.0;
+  double eps = 1e-6;
+  bool swap = false;  // use min(d(a, n), d(p, n)) as the negative distance
+  Reduction reduction = Reduction::mean;
+};
+// max(0, margin + d(anchor, positive) - d(anchor, negative)), d = pairwise_distance(·, ·, p, eps); the three
+// inputs have one number of dims ([N, D] or [D]).
+Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative,
+                           const TripletMarginLossOptions& options = {});
+
+struct PoissonNLLLossOptions {
+  bool log_input = true;  // input is log(rate): e^input - target·input; else input - target·log(input + eps)
+  bool full = false;      // add Stirling's target·log(target) - target + ½·log(2π·target) where target > 1
+  double eps = 1e-8;
+  Reduction reduction = Reduction::mean;
+};
+Tensor poisson_nll_loss(const Tensor& input, const Tensor& target, const PoissonNLLLossOptions& options = {});
+
+struct GaussianNLLLossOptions {
+  bool full = false;  // add ½·log(2π)
+  double eps = 1e-6;  // var is clamped to at least eps (the value only; its gradient passes, as PyTorch)
+  Reduction reduction = Reduction::mean;
+};
+// ½·(log var + (input - target)²/var). var has the input's shape, or its shape without the last dim, or with
+// the last dim 1 (one variance for every feature: homoscedastic); a negative var throws.
+Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, const Tensor& var,
+                         const GaussianNLLLossOptions& options = {});
+
+struct BinaryCrossEntropyOptions {
+  Tensor weight{};  // broadcast to the input's shape, or undefined
+  Reduction reduction = Reduction::mean;
+};
+// On probabilities: -w·(t·log x + (1 - t)·log(1 - x)), each log clamped at -100 (PyTorch's). input in [0, 1]
+// (else throws) and target of one shape. Gradients (PyTorch's): w·(x - t)/max(x(1 - x), 1e-12) for the
+// input, w·(log(1 - x) - log x) for the target.
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const BinaryCrossEntropyOptions& options = {});
+
+struct MultiLabelSoftMarginLossOptions {
+  Tensor weight{};  // [C] (broadcast along the class dim), or undefined
+  Reduction reduction = Reduction::mean;
+};
+// input [N, C] (or [C]), target of 0/1 of its shape: -(t·logσ(x) + (1 - t)·logσ(-x))·w averaged over C,
+// then reduced over N.
+Tensor multilabel_soft_margin_loss(const Tensor& input, const Tensor& target,
+                                   const MultiLabelSoftMarginLossOptions& options = {});
+
+struct CTCLossOptions {
+  int64_t blank = 0;
+  Reduction reduction = Reduction::mean;  // mean: each loss divided by its target length, then the mean
+  bool zero_infinity = false;             // infinite losses (impossible alignments) and their gradients to 0
+};
+// Connectionist temporal classification, as torch.nn.functional.ctc_loss: log_probs [T, N, C] (or [T, C]
+// unbatched) log-softmax outputs; targets i64 padded [N, S] or all concatenated 1-D (sum of target_lengths);
+// input_lengths and target_lengths i64 [N] (or 0-d / [1] unbatched). Returns the negative log-likelihoods
+// [N] (none) or their reduction. Gradient for log_probs only. Runs on the host (a CUDA input is copied to
+// the CPU and the gradient back).
+Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
+                const Tensor& target_lengths, const CTCLossOptions& options = {});
+// The lengths as lists, as LibTorch's IntArrayRef overload.
+Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const std::vector<int64_t>& input_lengths,
+                const std::vector<int64_t>& target_lengths, const CTCLossOptions& options = {});
+
+// --- norms, round 3 (nn/functional_norm.cpp): group, instance and local response norm, normalize --------
+// x [N, C, *]: normalised over each group of C/num_groups channels and *, then weight/bias [C] (undefined:
+// none) per channel. Runs as layer_norm over [N, num_groups, C/num_groups·*] (its fused kernels).
+Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight = {}, const Tensor& bias = {},
+                  double eps = 1e-5);
+// x [N, C, *]: each (sample, channel) normalised over * with its own statistics (use_input_stats), or with
+// running_mean/var [C] (eval). With use_input_stats the running statistics (when defined) are updated with
+// momentum from the batch's mean over N of each channel's statistics (unbiased var), as PyTorch.
+Tensor instance_norm(const Tensor& x, const Tensor& running_mean = {}, const Tensor& running_var = {},
+                     const Tensor& weight = {}, const Tensor& bias = {}, bool use_input_stats = true,
+                     double momentum = 0.1, double eps = 1e-5);
+// x [N, C, *] (at least 3 dims): x / (k + alpha/size · Σ x²)^beta, the sum over the `size` channels
+// c - size/2 .. c + (size-1)/2 (zero beyond the edges), as PyTorch's avg-pool formula.
+Tensor local_response_norm(const Tensor& x, int64_t size, double alpha = 1e-4, double beta = 0.75, double k = 1.0);
+// x / max(‖x‖_p, eps) along dim (p > 0 or INFINITY; p = 0 counts non-zeros).
+Tensor normalize(const Tensor& x, double p = 2.0, int64_t dim = 1, double eps = 1e-12);
+
+// --- LibTorch's builders for the loss and norm options ---------------------------------------------------
+// Each *FuncOptions is its options aggregate (so it passes wherever that does) with LibTorch's accessors:
+// F::SmoothL1LossFuncOptions().beta(0.5).reduction(F::Reduction::sum); o.beta() reads.
+#define EMBER_LOSS_BUILDER(Name, Agg)                  \
+  using Fields = Agg;                                  \
+  Name() = default;                                    \
+  Name(const Fields& fields) : Fields(fields) {}  // NOLINT: implicit, from the aggregate
+
+class CrossEntropyFuncOptions : public CrossEntropyOptions {
+ public:
+  EMBER_LOSS_BUILDER(CrossEntropyFuncOptions, CrossEntropyOptions)
+  EMBER_OPTION(int64_t, ignore_index)
+  EMBER_OPTION(double, label_smoothing)
+  EMBER_OPTION(Reduction, reduction)
+  EMBER_OPTION(Tensor, weight)
+};
+class NLLLossFuncOptions : public NLLLossOptions {
+ public:
+  EMBER_LOSS_BUILDER(NLLLossFuncOptions, NLLLossOptions)
+  EMBER_OPTION(int64_t, ignore_index)
+  EMBER_OPTION(Reduction, reduction)
+  EMBER_OPTION(Tensor, weight)
+};
+class MSELossFuncOptions : public MSELossOptions {
+ public:
+  EMBER_LOSS_BUILDER(MSELossFuncOptions, MSELossOptions)
+  EMBER_OPTION(Reduction, reduction)
+};
+class L1LossFuncOptions : public L1LossOptions {
+ public:
+  EMBER_LOSS_BUILDER(L1LossFuncOptions, L1LossOptions)
+  EMBER_OPTION(Reduction, reduction)
+};
+class BinaryCrossEntropyWithLogitsFuncOptions : public BCEWithLogitsOptions {
+ public:
+  EMBER_LOSS_BUILDER(BinaryCrossEntropyWithLogitsFuncOptions, BCEWithLogitsOptions)
+  EMBER_OPTION(Reduction, reduction)
+  EMBER_OPTION(Tensor, weight)
+  EMBER_OPTION(Tensor, pos_weight)
+};
+class SmoothL1LossFuncOptions : public SmoothL1LossOptions {
+ public:
+  EMBER_LOSS_BUILDER(SmoothL1LossFuncOptions, SmoothL1LossOptions)
+  EMBER_OPTION(Reduction, reduction)
+  EMBER_OPTION(double, beta)
+};
+class HuberLossFuncOptions : public HuberLossOptions {
+ public:
+  EMBER_LOSS_BUILDER(HuberLossFuncOptions, HuberLossOptions)
+  EMBER_OPTION(Reduction, reduction)
+  EMBER_OPTION(double, delta)
+};
+class KLDivFuncOptions : public KLDivOptions {
+ public:
+  EMBER_LOSS_BUILDER(KLDivFuncOptions, KLDivOptions)
+  EMBER_OPTION(KLDivReduction, reduction)
+  EMBER_OPTION(bool, log_target)
+};
+class CosineSimilarityFuncOptions : public CosineSimilarityOptions {
+ public:
+  EMBER_LOSS_BUILDER(CosineSimilarityFuncOptions, CosineSimilarityOptions)
+  EMBER_OPTION(int64_t, dim)
+  EMBER_OPTION(double, eps)
+};
+class PairwiseDistanceFuncOptions : public PairwiseDistanceOptions {
+ public:
+  EMBER_LOSS_BUILDER(PairwiseDistanceFuncOptions, PairwiseDistanceOptions)
+  EMBER_OPTION(double, p)
+  EMBER_OPTION(double, eps)
+  EMBER_OPTION(bool, keepdim)
+};
+class CosineEmbeddingLossFuncOptions : public CosineEmbeddingLossOptions {
+ public:
+  EMBER_LOSS_BUILDER(CosineEmbeddingLossFuncOptions, CosineEmbeddingLossOptions)
+  EMBER_OPTION(double, margin)
+  EMBER_OPTION(Reduction, reduction)
+};
+class MarginRankingLossFuncOptions : public MarginRankingLossOptions {
+ public:
+  EMBER_LOSS_BUILDER(MarginRankingLossFuncOptions, MarginRankingLossOptions)
+  EMBER_OPTION(double, margin)
+  EMBER_OPTION(Reduction, reduction)
+};
+class TripletMarginLossFuncOptions : public TripletMarginLossOptions {
+ public:
+  EMBER_LOSS_BUILDER(TripletMarginLossFuncOptions, TripletMarginLossOptions)
+  EMBER_OPTION(double, margin)
+  EMBER_OPTION(double, p)
+  EMBER_OPTION(double, eps)
+  EMBER_OPTION(bool, swap)
+  EMBER_OPTION(Reduction, reduction)
+};
+class PoissonNLLLossFuncOptions : public PoissonNLLLossOptions {
+ public:
+  EMBER_LOSS_BUILDER(PoissonNLLLossFuncOptions, PoissonNLLLossOptions)
+  EMBER_OPTION(bool, log_input)
+  EMBER_OPTION(bool, full)
+  EMBER_OPTION(double, eps)
+  EMBER_OPTION(Reduction, reduction)
+};
+class GaussianNLLLossFuncOptions : public GaussianNLLLossOptions {
+ public:
+  EMBER_LOSS_BUILDER(GaussianNLLLossFuncOptions, GaussianNLLLossOptions)
+  EMBER_OPTION(bool, full)
+  EMBER_OPTION(double, eps)
+  EMBER_OPTION(Reduction, reduction)
+};
+class BinaryCrossEntropyFuncOptions : public BinaryCrossEntropyOptions {
+ public:
+  EMBER_LOSS_BUILDER(BinaryCrossEntropyFuncOptions, BinaryCrossEntropyOptions)
+  EMBER_OPTION(Tensor, weight)
+  EMBER_OPTION(Reduction, reduction)
+};
+class MultiLabelSoftMarginLossFuncOptions : public MultiLabelSoftMarginLossOptions {
+ public:
+  EMBER_LOSS_BUILDER(MultiLabelSoftMarginLossFuncOptions, MultiLabelSoftMarginLossOptions)
+  EMBER_OPTION(Tensor, weight)
+  EMBER_OPTION(Reduction, reduction)
+};
+using MultilabelSoftMarginLossFuncOptions = MultiLabelSoftMarginLossFuncOptions;  // LibTorch's spelling
+class CTCLossFuncOptions : public CTCLossOptions {
+ public:
+  EMBER_LOSS_BUILDER(CTCLossFuncOptions, CTCLossOptions)
+  EMBER_OPTION(int64_t, blank)
+  EMBER_OPTION(Reduction, reduction)
+  EMBER_OPTION(bool, zero_infinity)
+};
+#undef EMBER_LOSS_BUILDER
+
+// The norms' options, LibTorch's: F::group_norm(x, F::GroupNormFuncOptions(2).weight(w).eps(1e-3)), or the
+// fields: F::group_norm(x, {.num_groups = 2, .weight = w}).
+struct GroupNormFuncFields {
+  int64_t num_groups = 1;
+  Tensor weight{}, bias{};
+  double eps = 1e-5;
+};
+class GroupNormFuncOptions : public GroupNormFuncFields {
+ public:
+  using Fields = GroupNormFuncFields;
+  GroupNormFuncOptions() = default;
+  template <std::same_as<Fields> F>
+  GroupNormFuncOptions(const F& fields) : Fields(fields) {}  // NOLINT: implicit, as ConvOptions
+  explicit GroupNormFuncOptions(int64_t num_groups) : Fields{num_groups} {}
+  EMBER_OPTION(int64_t, num_groups)
+  EMBER_OPTION(Tensor, weight)
+  EMBER_OPTION(Tensor, bias)
+  EMBER_OPTION(double, eps)
+};
+inline Tensor group_norm(const Tensor& x, const GroupNormFuncOptions& o) {
+  return group_norm(x, o.num_groups(), o.weight(), o.bias(), o.eps());
+}
+inline Tensor group_norm(const Tensor& x, const GroupNormFuncFields& o) { return group_norm(x, GroupNormFuncOptions(o)); }
+
+struct InstanceNormFuncFields {
+  Tensor running_mean{}, running_var{}, weight{}, bias{};
+  bool use_input_stats = true;
+  double momentum = 0.1;
+  double eps = 1e-5;
+};
+class InstanceNormFuncOptions : public InstanceNormFuncFields {
+ public:
+  using Fields = InstanceNormFuncFields;
+  InstanceNormFuncOptions() = default;
+  template <std::same_as<Fields> F>
+  InstanceNormFuncOptions(const F& fields) : Fields(fields) {}  // NOLINT: implicit
+  EMBER_OPTION(Tensor, running_mean)
+  EMBER_OPTION(Tensor, running_var)
+  EMBER_OPTION(Tensor, weight)
+  EMBER_OPTION(Tensor, bias)
+  EMBER_OPTION(bool, use_input_stats)
+  EMBER_OPTION(double, momentum)
+  EMBER_OPTION(double, eps)
+};
+inline Tensor instance_norm(const Tensor& x, const InstanceNormFuncOptions& o) {
+  return instance_norm(x, o.running_mean(), o.running_var(), o.weight(), o.bias(), o.use_input_stats(), o.momentum(),
+                       o.eps());
+}
+inline Tensor instance_norm(const Tensor& x, const InstanceNormFuncFields& o) {
+  return instance_norm(x, InstanceNormFuncOptions(o));
+}
+
+struct LocalResponseNormFuncFields {
+  int64_t size = 1;
+  double alpha = 1e-4, beta = 0.75, k = 1.0;
+};
+class LocalResponseNormFuncOptions : public LocalResponseNormFuncFields {
+ public:
+  using Fields = LocalResponseNormFuncFields;
+  LocalResponseNormFuncOptions() = default;
+  template <std::same_as<Fields> F>
+  LocalResponseNormFuncOptions(const F& fields) : Fields(fields) {}  // NOLINT: implicit
+  explicit LocalResponseNormFuncOptions(int64_t size) : Fields{size} {}
+  EMBER_OPTION(int64_t, size)
+  EMBER_OPTION(double, alpha)
+  EMBER_OPTION(double, beta)
+  EMBER_OPTION(double, k)
+};
+inline Tensor local_response_norm(const Tensor& x, const LocalResponseNormFuncOptions& o) {
+  return local_response_norm(x, o.size(), o.alpha(), o.beta(), o.k());
+}
+inline Tensor local_response_norm(const Tensor& x, const LocalResponseNormFuncFields& o) {
+  return local_response_norm(x, LocalResponseNormFuncOptions(o));
+}
+
+struct NormalizeFuncFields {
+  double p = 2.0;
+  int64_t dim = 1;
+  double eps = 1e-12;
+};
+class NormalizeFuncOptions : public NormalizeFuncFields {
+ public:
+  using Fields = NormalizeFuncFields;
+  NormalizeFuncOptions() = default;
+  template <std::same_as<Fields> F>
+  NormalizeFuncOptions(const F& fields) : Fields(fields) {}  // NOLINT: implicit
+  EMBER_OPTION(double, p)
+  EMBER_OPTION(int64_t, dim)
+  EMBER_OPTION(double, eps)
+};
+inline Tensor normalize(const Tensor& x, const NormalizeFuncOptions& o) { return normalize(x, o.p(), o.dim(), o.eps()); }
+inline Tensor normalize(const Tensor& x, const NormalizeFuncFields& o) { return normalize(x, NormalizeFuncOptions(o)); }
 
 }  // namespace ember::nn::functional

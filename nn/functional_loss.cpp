@@ -1,7 +1,10 @@
-// Losses. cross_entropy with class indices and no weight is one fused op (log-softmax + NLL, forward and
+// Losses (round 3 at the end: smooth L1, Huber, KL divergence, the distance-based losses, Poisson and
+// Gaussian NLL, BCE on probabilities, multilabel soft margin; ctc_loss is functional_ctc.cpp). cross_entropy with class indices and no weight is one fused op (log-softmax + NLL, forward and
 // backward); with weight or probability targets, and the others, they are compositions of differentiable
 // tensor ops (log_softmax, gather, sums), except bce_with_logits whose gradient is given exactly.
 // K-dimensional inputs [N, C, d1..dk] are run as [N·d1·…·dk, C] rows.
+#include <cmath>
+#include <numbers>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -10,6 +13,7 @@
 #include "autograd/node.h"
 #include "core/raw.h"
 #include "nn/functional.h"
+#include "nn/functional_internal.h"
 
 namespace ember::nn::functional {
 namespace {
@@ -308,6 +312,251 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targ
     autograd::set_history(per, std::move(node));
   }
   return reduce(per, o.reduction);
+}
+
+// --- round 3 ----------------------------------------------------------------------------------------------
+namespace {
+
+void check_floating_input(const Tensor& input, const char* op) {
+  EMBER_CHECK(input.defined(), op, ": the input is an undefined tensor");
+  EMBER_CHECK(is_floating(input.dtype()), op, ": needs a floating input, got ", dtype_name(input.dtype()));
+}
+
+// Where PyTorch refuses (or warns about) a target of another shape.
+void check_same_shape(const Tensor& input, const Tensor& target, const char* op) {
+  check_floating_input(input, op);
+  EMBER_CHECK(target.defined(), op, ": the target is an undefined tensor");
+  raw::check_same_device(input, target, op);
+  EMBER_CHECK(input.shape() == target.shape(), op, ": input ", input.shape(), " and target ", target.shape(),
+              " must have the same shape");
+}
+
+// Operands that broadcast (the error names the loss, not the element-wise op inside it).
+void check_broadcast(const Tensor& a, const Tensor& b, const char* op) {
+  EMBER_CHECK(a.defined() && b.defined(), op, ": an operand is an undefined tensor");
+  raw::check_same_device(a, b, op);
+  (void)raw::broadcast_shapes(a.shape(), b.shape(), op);
+}
+
+// log σ(x) = min(x, 0) - log(1 + e^-|x|): no overflow, and the gradient at 0 is ½ (minimum splits the tie).
+Tensor log_sigmoid(const Tensor& x) { return minimum(x, 0.0) - log1p(exp(-abs(x))); }
+
+Tensor clamp_min0(const Tensor& x) { return clamp(x, 0.0, INFINITY); }  // PyTorch's clamp_min: gradient at 0 passes
+
+}  // namespace
+
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossOptions& o) {
+  check_same_shape(input, target, "smooth_l1_loss");
+  EMBER_CHECK(o.beta >= 0, "smooth_l1_loss: beta must be >= 0 (0 is l1_loss), got ", o.beta);
+  if (o.beta == 0) return l1_loss(input, target, {.reduction = o.reduction});
+  const Tensor z = abs(input - target);
+  return reduce(where(lt(z, o.beta), square(z) * (0.5 / o.beta), z - 0.5 * o.beta), o.reduction);
+}
+
+Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossOptions& o) {
+  check_same_shape(input, target, "huber_loss");
+  EMBER_CHECK(o.delta > 0, "huber_loss: delta must be positive, got ", o.delta);
+  const Tensor z = abs(input - target);
+  return reduce(where(lt(z, o.delta), square(z) * 0.5, (z - 0.5 * o.delta) * o.delta), o.reduction);
+}
+
+Tensor kl_div(const Tensor& input, const Tensor& target, const KLDivOptions& o) {
+  check_floating_input(input, "kl_div");
+  check_broadcast(input, target, "kl_div");
+  Tensor per;
+  if (o.log_target) {
+    per = exp(target) * (target - input);
+  } else {  // xlogy(t, t) - t·input: 0 where t = 0 (and no NaN in the gradient there)
+    const Tensor zero = eq(target, 0.0);
+    const Tensor safe = where(zero, ones_like(target), target);
+    per = where(zero, zeros_like(target), target * log(safe)) - target * input;
+  }
+  switch (o.reduction.kind) {
+    case KLDivReduction::none: return per;
+    case KLDivReduction::sum: return sum(per);
+    case KLDivReduction::mean: return mean(per);
+    case KLDivReduction::batchmean:
+      return input.dim() == 0 ? sum(per) : sum(per) / static_cast<double>(input.size(0));
+  }
+  return per;
+}
+
+Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, const CosineSimilarityOptions& o) {
+  check_floating_input(x1, "cosine_similarity");
+  check_broadcast(x1, x2, "cosine_similarity");
+  const Shape shape = raw::broadcast_shapes(x1.shape(), x2.shape(), "cosine_similarity");
+  const int64_t rank = shape.size();
+  EMBER_CHECK(rank >= 1 && o.dim >= -rank && o.dim < rank, "cosine_similarity: dim ", o.dim,
+              " is out of range for the inputs' broadcast shape ", shape);
+  const Tensor a = x1.expand(shape), b = x2.expand(shape);
+  // PyTorch 1.13: each squared norm clamped to at least eps² (in value only: its gradient passes), then each
+  // input divided by the root of its own before the dot product.
+  const double eps2 = o.eps * o.eps;
+  const Tensor na = sqrt(detail::clamp_value_min(sum(square(a), Shape{o.dim}, true), eps2));
+  const Tensor nb = sqrt(detail::clamp_value_min(sum(square(b), Shape{o.dim}, true), eps2));
+  return sum((a / na) * (b / nb), Shape{o.dim});
+}
+
+Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, const PairwiseDistanceOptions& o) {
+  check_floating_input(x1, "pairwise_distance");
+  check_broadcast(x1, x2, "pairwise_distance");
+  const int64_t last = std::max(x1.dim(), x2.dim()) - 1;
+  EMBER_CHECK(last >= 0, "pairwise_distance: needs inputs of at least 1 dim, got 0-d tensors");
+  return detail::vector_norm(x1 - x2 + o.eps, o.p, last, o.keepdim);
+}
+
+Tensor cosine_embedding_loss(const Tensor& x1, const Tensor& x2, const Tensor& target,
+                             const CosineEmbeddingLossOptions& o) {
+  check_floating_input(x1, "cosine_embedding_loss");
+  EMBER_CHECK(target.defined() && x2.defined(), "cosine_embedding_loss: an operand is an undefined tensor");
+  const int64_t td = target.dim();
+  EMBER_CHECK(td == 0 || td == 1, "cosine_embedding_loss: expected a 0-d or 1-D target (one ±1 per pair), got shape ",
+              target.shape());
+  EMBER_CHECK(x1.dim() == td + 1 && x2.dim() == td + 1, "cosine_embedding_loss: a ", td == 1 ? "1-D" : "0-d",
+              " target expects ", td == 1 ? "2-D [N, D]" : "1-D [D]", " inputs, got ", x1.shape(), " and ", x2.shape());
+  check_broadcast(x1, x2, "cosine_embedding_loss");
+  const double kEps = 1e-12;  // PyTorch's EPSILON
+  const Tensor prod = sum(x1 * x2, Shape{td});
+  const Tensor mag1 = sum(x1 * x1, Shape{td}) + kEps, mag2 = sum(x2 * x2, Shape{td}) + kEps;
+  const Tensor cos = prod / sqrt(mag1 * mag2);
+  check_broadcast(cos, target, "cosine_embedding_loss");
+  const Tensor zero = zeros_like(cos);
+  const Tensor per = where(eq(target, 1), 1.0 - cos, zero) + where(eq(target, -1), clamp_min0(cos - o.margin), zero);
+  return reduce(per, o.reduction);
+}
+
+Tensor margin_ranking_loss(const Tensor& x1, const Tensor& x2, const Tensor& target, const MarginRankingLossOptions& o) {
+  check_floating_input(x1, "margin_ranking_loss");
+  EMBER_CHECK(x2.defined() && target.defined(), "margin_ranking_loss: an operand is an undefined tensor");
+  EMBER_CHECK(x1.dim() == x2.dim() && x1.dim() == target.dim(),
+              "margin_ranking_loss: input1, input2 and target must have the same number of dims, got ", x1.shape(),
+              ", ", x2.shape(), " and ", target.shape());
+  check_broadcast(x1, x2, "margin_ranking_loss");
+  check_broadcast(x1 - x2, target, "margin_ranking_loss");
+  return reduce(clamp_min0(-target * (x1 - x2) + o.margin), o.reduction);
+}
+
+Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative,
+                           const TripletMarginLossOptions& o) {
+  check_floating_input(anchor, "triplet_margin_loss");
+  EMBER_CHECK(positive.defined() && negative.defined(), "triplet_margin_loss: an operand is an undefined tensor");
+  EMBER_CHECK(anchor.dim() == positive.dim() && anchor.dim() == negative.dim(),
+              "triplet_margin_loss: anchor, positive and negative must have the same number of dims, got ",
+              anchor.shape(), ", ", positive.shape(), " and ", negative.shape());
+  check_broadcast(anchor, positive, "triplet_margin_loss");
+  check_broadcast(anchor, negative, "triplet_margin_loss");
+  const PairwiseDistanceOptions d{.p = o.p, .eps = o.eps};
+  const Tensor dist_pos = pairwise_distance(anchor, positive, d);
+  Tensor dist_neg = pairwise_distance(anchor, negative, d);
+  if (o.swap) dist_neg = minimum(dist_neg, pairwise_distance(positive, negative, d));
+  return reduce(clamp_min0(dist_pos - dist_neg + o.margin), o.reduction);
+}
+
+Tensor poisson_nll_loss(const Tensor& input, const Tensor& target, const PoissonNLLLossOptions& o) {
+  check_floating_input(input, "poisson_nll_loss");
+  check_broadcast(input, target, "poisson_nll_loss");
+  Tensor loss = o.log_input ? exp(input) - target * input : input - target * log(input + o.eps);
+  if (o.full) {  // Stirling's approximation of log(target!), where target > 1 (0 elsewhere)
+    const Tensor big = gt(target, 1.0);
+    const Tensor t = where(big, target, ones_like(target));
+    const Tensor stirling = t * log(t) - t + log(t * (2 * std::numbers::pi)) * 0.5;
+    loss = loss + where(big, stirling, zeros_like(stirling));
+  }
+  return reduce(loss, o.reduction);
+}
+
+Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, const Tensor& var, const GaussianNLLLossOptions& o) {
+  check_floating_input(input, "gaussian_nll_loss");
+  EMBER_CHECK(var.defined(), "gaussian_nll_loss: var is an undefined tensor");
+  check_broadcast(input, target, "gaussian_nll_loss");
+  raw::check_same_device(input, var, "gaussian_nll_loss");
+  Tensor v = var;
+  if (var.shape() != input.shape()) {
+    const auto leading = [](const Shape& s) {
+      return s.size() == 0 ? Shape{} : Shape(std::vector<int64_t>(s.begin(), s.end() - 1));
+    };
+    const Shape in_lead = leading(input.shape());
+    if (input.dim() >= 1 && var.shape() == in_lead) {
+      v = var.unsqueeze(-1);  // one variance per sample: homoscedastic
+    } else if (!(input.dim() >= 1 && var.dim() == input.dim() && leading(var.shape()) == in_lead && var.size(-1) == 1)) {
+      ember::detail::throw_error("gaussian_nll_loss: var of shape ", var.shape(), " does not fit the input ", input.shape(),
+                          ": give it the input's shape, the input's shape without the last dim, or with the last dim 1");
+    }
+  }
+  if (v.numel() > 0)
+    EMBER_CHECK(!(min(v.detach()).item<double>() < 0), "gaussian_nll_loss: var has negative entries");
+  const Tensor vc = detail::clamp_value_min(v, o.eps);
+  Tensor loss = (log(vc) + square(input - target) / vc) * 0.5;
+  if (o.full) loss = loss + 0.5 * std::log(2 * std::numbers::pi);
+  return reduce(loss, o.reduction);
+}
+
+namespace {
+
+struct BceBackward : autograd::Node {
+  SavedTensor x, y;
+  Tensor weight;  // a constant, possibly undefined
+  std::string_view name() const override { return "binary_cross_entropy"; }
+  void release() override {
+    x.release();
+    y.release();
+    weight = Tensor();
+  }
+  // PyTorch's (binary_cross_entropy_backward / _target_backward):
+  //   d/dx = w·(x - y) / max(x·(1 - x), 1e-12)        d/dy = w·(log(1 - x) - log x)
+  void backward(const Tensor& g, Tensor* grad_inputs) override {
+    const Tensor xv = x.unpack(*this), yv = y.unpack(*this);
+    const Tensor gw = weight.defined() ? g * weight : g;
+    // NOTE: PyTorch's EPSILON is the f32 1e-12 (9.9999999600e-13), in f64 too.
+    if (needs_grad(0)) grad_inputs[0] = gw * (xv - yv) / maximum((1.0 - xv) * xv, static_cast<double>(1e-12f));
+    if (needs_grad(1)) grad_inputs[1] = gw * (log1p(-xv) - log(xv));
+  }
+};
+
+}  // namespace
+
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const BinaryCrossEntropyOptions& o) {
+  check_same_shape(input, target, "binary_cross_entropy");
+  if (o.weight.defined()) {
+    raw::check_same_device(input, o.weight, "binary_cross_entropy");
+    const Shape s = raw::broadcast_shapes(input.shape(), o.weight.shape(), "binary_cross_entropy");
+    EMBER_CHECK(s == input.shape(), "binary_cross_entropy: weight of shape ", o.weight.shape(),
+                " does not broadcast to the input's shape ", input.shape());
+  }
+  if (input.numel() > 0) {
+    const Tensor x = input.detach();
+    const double lo = min(x).item<double>(), hi = max(x).item<double>();
+    EMBER_CHECK(lo >= 0 && hi <= 1, "binary_cross_entropy: all elements of input should be between 0 and 1 (got [", lo,
+                ", ", hi, "]); pass probabilities (sigmoid outputs), or logits to binary_cross_entropy_with_logits");
+  }
+  const Tensor w = o.weight.defined() ? o.weight.detach() : Tensor();
+  Tensor per;
+  {
+    NoGradGuard no_grad;  // -w·(t·max(log x, -100) + (1 - t)·max(log(1 - x), -100))
+    per = (target - 1.0) * maximum(log1p(-input), -100.0) - target * maximum(log(input), -100.0);
+    if (w.defined()) per = per * w;
+  }
+  if (auto node = autograd::make_node<BceBackward>(input, target)) {
+    node->x.save(input);
+    node->y.save(target);
+    node->weight = w;
+    autograd::set_history(per, std::move(node));
+  }
+  return reduce(per, o.reduction);
+}
+
+Tensor multilabel_soft_margin_loss(const Tensor& input, const Tensor& target, const MultiLabelSoftMarginLossOptions& o) {
+  check_floating_input(input, "multilabel_soft_margin_loss");
+  EMBER_CHECK(input.dim() >= 1, "multilabel_soft_margin_loss: expected input [N, C] or [C], got a 0-d tensor");
+  check_broadcast(input, target, "multilabel_soft_margin_loss");
+  Tensor loss = -(target * log_sigmoid(input) + (1.0 - target) * log_sigmoid(-input));
+  if (o.weight.defined()) {
+    check_broadcast(loss, o.weight, "multilabel_soft_margin_loss");
+    loss = loss * o.weight.detach();
+  }
+  const int64_t class_dim = input.dim() - 1;
+  loss = sum(loss, Shape{class_dim}) / static_cast<double>(input.size(class_dim));
+  return reduce(loss, o.reduction);
 }
 
 }  // namespace ember::nn::functional

@@ -1,7 +1,13 @@
-// batch_norm and layer_norm: fused Backend ops with fused backward passes.
+// batch_norm and layer_norm: fused Backend ops with fused backward passes. group_norm and instance_norm
+// run on them (layer_norm over the groups, batch_norm over [1, N·C, *]); local_response_norm and normalize
+// are compositions of differentiable ops.
+#include <cmath>
+#include <vector>
+
 #include "autograd/node.h"
 #include "core/raw.h"
 #include "nn/functional.h"
+#include "nn/functional_internal.h"
 
 namespace ember::nn::functional {
 namespace {
@@ -138,5 +144,126 @@ Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tens
   }
   return y;
 }
+
+namespace {
+
+// [1, C, 1, ..., 1] of x's rank: a per-channel parameter broadcast over [N, C, *].
+Shape channel_shape(const Tensor& x) {
+  std::vector<int64_t> s(static_cast<size_t>(x.dim()), 1);
+  s[1] = x.size(1);
+  return Shape(s);
+}
+
+Tensor affine(const Tensor& y, const Tensor& weight, const Tensor& bias) {
+  Tensor out = y;
+  if (weight.defined()) out = out * weight.reshape(channel_shape(y));
+  if (bias.defined()) out = out + bias.reshape(channel_shape(y));
+  return out;
+}
+
+}  // namespace
+
+Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight, const Tensor& bias, double eps) {
+  EMBER_CHECK(input.dim() >= 2, "group_norm: expected input [N, C, *] (at least 2 dims), got shape ", input.shape());
+  EMBER_CHECK(is_floating(input.dtype()), "group_norm: needs a floating input, got ", dtype_name(input.dtype()));
+  const int64_t N = input.size(0), C = input.size(1);
+  EMBER_CHECK(num_groups > 0 && C % num_groups == 0, "group_norm: the input's ", C,
+              " channels must split into num_groups = ", num_groups, " equal groups (choose a divisor of ", C, ")");
+  check_param(weight, input, Shape{C}, "group_norm", "weight");
+  check_param(bias, input, Shape{C}, "group_norm", "bias");
+  int64_t D = C / num_groups;  // the elements of one group of one sample: C/G·(product of *)
+  for (int64_t d = 2; d < input.dim(); ++d) D *= input.size(d);
+  const Tensor y = layer_norm(input.reshape({N, num_groups, D}), Shape{D}, {}, {}, eps).reshape(input.shape());
+  return affine(y, weight, bias);
+}
+
+Tensor instance_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                     const Tensor& bias, bool use_input_stats, double momentum, double eps) {
+  EMBER_CHECK(input.dim() >= 2, "instance_norm: expected input [N, C, *], got shape ", input.shape());
+  EMBER_CHECK(is_floating(input.dtype()), "instance_norm: needs a floating input, got ", dtype_name(input.dtype()));
+  EMBER_CHECK(use_input_stats || (running_mean.defined() && running_var.defined()),
+              "instance_norm: use_input_stats = false (eval) needs running_mean and running_var");
+  const int64_t N = input.size(0), C = input.size(1);
+  const Shape per_channel{C};
+  check_param(weight, input, per_channel, "instance_norm", "weight");
+  check_param(bias, input, per_channel, "instance_norm", "bias");
+  check_param(running_mean, input, per_channel, "instance_norm", "running_mean");
+  check_param(running_var, input, per_channel, "instance_norm", "running_var");
+  if (use_input_stats) {
+    int64_t spatial = 1;
+    for (int64_t d = 2; d < input.dim(); ++d) spatial *= input.size(d);
+    EMBER_CHECK(spatial > 1, "instance_norm: expected more than 1 spatial element per channel when using the input's ",
+                "statistics, got input shape ", input.shape());
+  }
+  // PyTorch's formulation: batch_norm of [1, N·C, *] with the per-channel tensors repeated N times; the
+  // running statistics are then the mean over N of their N updated copies.
+  const Shape rep{N};
+  const Tensor rm = running_mean.defined() ? raw::contiguous(running_mean).repeat(rep) : Tensor();
+  const Tensor rv = running_var.defined() ? raw::contiguous(running_var).repeat(rep) : Tensor();
+  const Tensor w = weight.defined() ? weight.repeat(rep) : Tensor(), b = bias.defined() ? bias.repeat(rep) : Tensor();
+  const Tensor y = batch_norm(input.reshape({1, N * C, -1}), rm, rv, w, b, use_input_stats, momentum, eps);
+  if (use_input_stats) {
+    NoGradGuard no_grad;
+    for (const auto& [running, copies] : {std::pair{running_mean, rm}, std::pair{running_var, rv}})
+      if (running.defined()) raw::copy_(running, mean(copies.view({N, C}), Shape{0}));
+  }
+  return y.reshape(input.shape());
+}
+
+Tensor local_response_norm(const Tensor& input, int64_t size, double alpha, double beta, double k) {
+  EMBER_CHECK(input.dim() >= 3, "local_response_norm: expected input [N, C, *] of at least 3 dims, got shape ",
+              input.shape());
+  EMBER_CHECK(size > 0, "local_response_norm: size must be positive, got ", size);
+  EMBER_CHECK(is_floating(input.dtype()), "local_response_norm: needs a floating input, got ",
+              dtype_name(input.dtype()));
+  if (input.numel() == 0) return input;
+  // PyTorch pads x² with size/2 zero channels before and (size-1)/2 after, then averages windows of `size`.
+  const int64_t C = input.size(1), before = size / 2, after = (size - 1) / 2;
+  const Tensor sq = square(input);
+  std::vector<Tensor> parts;
+  const auto zero_channels = [&](int64_t n) {
+    Shape s = input.shape();
+    s[1] = n;
+    return zeros(s, {.dtype = input.dtype(), .device = input.device()});
+  };
+  if (before > 0) parts.push_back(zero_channels(before));
+  parts.push_back(sq);
+  if (after > 0) parts.push_back(zero_channels(after));
+  const Tensor padded = parts.size() == 1 ? sq : cat(parts, 1);
+  Tensor window = padded.narrow(1, 0, C);
+  for (int64_t j = 1; j < size; ++j) window = window + padded.narrow(1, j, C);
+  const Tensor div = pow((window / static_cast<double>(size)) * alpha + k, beta);
+  return input / div;
+}
+
+Tensor normalize(const Tensor& input, double p, int64_t dim, double eps) {
+  EMBER_CHECK(is_floating(input.dtype()), "normalize: needs a floating input, got ", dtype_name(input.dtype()));
+  EMBER_CHECK(input.dim() >= 1, "normalize: needs at least 1 dim, got a 0-d tensor");
+  return input / clamp(detail::vector_norm(input, p, dim, true), eps, INFINITY);
+}
+
+namespace detail {
+
+Tensor vector_norm(const Tensor& x, double p, int64_t dim, bool keepdim) {
+  EMBER_CHECK(p >= 0 || p == -INFINITY, "vector_norm: p must be >= 0 or ±infinity, got ", p);
+  const Shape dims{dim};
+  if (p == 1) return sum(abs(x), dims, keepdim);
+  if (p == INFINITY) return amax(abs(x), dims, keepdim);
+  if (p == -INFINITY) return amin(abs(x), dims, keepdim);
+  if (p == 0) return sum(ne(x, 0.0).to(x.dtype()), dims, keepdim);
+  // (Σ|x|^p)^(1/p), its gradient masked to 0 where the sum is 0 (the root's derivative there is infinite).
+  const Tensor s = p == 2 ? sum(square(x), dims, keepdim) : sum(pow(abs(x), p), dims, keepdim);
+  const Tensor zero = eq(s, 0.0);
+  const Tensor safe = where(zero, ones_like(s), s);
+  const Tensor root = p == 2 ? sqrt(safe) : pow(safe, 1.0 / p);
+  return where(zero, zeros_like(s), root);
+}
+
+Tensor clamp_value_min(const Tensor& t, double min) {
+  const Tensor v = t.detach();
+  return t + (clamp(v, min, INFINITY) - v);
+}
+
+}  // namespace detail
 
 }  // namespace ember::nn::functional

@@ -266,4 +266,82 @@ Tensor Sequential::forward(const Tensor& x) {
   return y;
 }
 
+GroupNorm::GroupNorm(const GroupNormOptions& o) : options(o) {
+  EMBER_CHECK(o.num_groups() > 0 && o.num_channels() > 0, "GroupNorm: num_groups (", o.num_groups(),
+              ") and num_channels (", o.num_channels(), ") must be positive");
+  EMBER_CHECK(o.num_channels() % o.num_groups() == 0, "GroupNorm: num_channels (", o.num_channels(),
+              ") must be divisible by num_groups (", o.num_groups(), ")");
+  if (o.affine()) {
+    weight = register_parameter("weight", ones({o.num_channels()}));
+    bias = register_parameter("bias", zeros({o.num_channels()}));
+  }
+}
+
+Tensor GroupNorm::forward(const Tensor& x) {
+  EMBER_CHECK(x.dim() >= 2 && x.size(1) == options.num_channels(), "GroupNorm: expected input [N, ",
+              options.num_channels(), ", *] (the layer's num_channels), got shape ", x.shape());
+  if (weight.defined() && weight.dtype() != x.dtype())
+    ember::detail::throw_error("GroupNorm: the input is ", dtype_name(x.dtype()), " but the layer's parameters are ",
+                               dtype_name(weight.dtype()), "; move one with .to(DType::", dtype_name(x.dtype()), ")");
+  return functional::group_norm(x, options.num_groups(), weight, bias, options.eps());
+}
+
+std::string GroupNorm::describe() const {
+  std::ostringstream s;
+  s << "GroupNorm(" << options.num_groups() << ", " << options.num_channels() << ", eps=" << options.eps()
+    << (options.affine() ? "" : ", affine=false") << ")";
+  return s.str();
+}
+
+InstanceNorm::InstanceNorm(const InstanceNormOptions& o, int spatial_dims) : options(o), spatial_dims_(spatial_dims) {
+  const int64_t n = o.num_features();
+  EMBER_CHECK(n > 0, type_name(), ": num_features must be positive, got ", n);
+  if (o.affine()) {
+    weight = register_parameter("weight", ones({n}));
+    bias = register_parameter("bias", zeros({n}));
+  }
+  if (o.track_running_stats()) {
+    running_mean = register_buffer("running_mean", zeros({n}));
+    running_var = register_buffer("running_var", ones({n}));
+    num_batches_tracked = register_buffer("num_batches_tracked", zeros({}, {.dtype = DType::i64}));
+  }
+}
+
+Tensor InstanceNorm::forward(const Tensor& x) {
+  const int batched = spatial_dims_ + 2;
+  EMBER_CHECK(x.dim() == batched || x.dim() == batched - 1, type_name(), ": expected input ",
+              spatial_dims_ == 2 ? "[N, C, H, W] or [C, H, W]" : "[N, C, L] or [C, L]", ", got shape ", x.shape());
+  if (x.dim() == batched - 1) return forward(x.unsqueeze(0)).squeeze(0);  // unbatched
+  // PyTorch only warns about another channel count when nothing per channel is kept; Ember refuses then too
+  // unless there is nothing per channel at all.
+  EMBER_CHECK(x.size(1) == options.num_features() || (!options.affine() && !options.track_running_stats()),
+              type_name(), ": the input has ", x.size(1), " channels (shape ", x.shape(), "), the layer was built for ",
+              options.num_features());
+  const Tensor& p = weight.defined() ? weight : running_mean;
+  if (p.defined() && p.dtype() != x.dtype())
+    ember::detail::throw_error(type_name(), ": the input is ", dtype_name(x.dtype()), " but the layer's tensors are ",
+                               dtype_name(p.dtype()), "; move one with .to(DType::", dtype_name(x.dtype()), ")");
+  return functional::instance_norm(x, running_mean, running_var, weight, bias,
+                                   is_training() || !options.track_running_stats(), options.momentum(), options.eps());
+}
+
+std::string InstanceNorm::describe() const {
+  std::ostringstream s;
+  s << type_name() << "(" << options.num_features() << ", eps=" << options.eps() << ", momentum=" << options.momentum()
+    << ", affine=" << (options.affine() ? "true" : "false")
+    << ", track_running_stats=" << (options.track_running_stats() ? "true" : "false") << ")";
+  return s.str();
+}
+
+LocalResponseNorm::LocalResponseNorm(const LocalResponseNormOptions& o) : options(o) {
+  EMBER_CHECK(o.size() > 0, "LocalResponseNorm: size must be positive, got ", o.size());
+}
+
+std::string LocalResponseNorm::describe() const {
+  std::ostringstream s;
+  s << "LocalResponseNorm(" << options.size() << ", alpha=" << options.alpha() << ", beta=" << options.beta()
+    << ", k=" << options.k() << ")";
+  return s.str();
+}
+
 }  // namespace ember::nn

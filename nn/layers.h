@@ -352,6 +352,129 @@ class NLLLoss : public Module {
 EMBER_LOSS(MSELoss, mse_loss, MSELossOptions)
 EMBER_LOSS(L1Loss, l1_loss, L1LossOptions)
 EMBER_LOSS(BCEWithLogitsLoss, binary_cross_entropy_with_logits, BCEWithLogitsOptions)
+EMBER_LOSS(SmoothL1Loss, smooth_l1_loss, SmoothL1LossOptions)
+EMBER_LOSS(HuberLoss, huber_loss, HuberLossOptions)
+EMBER_LOSS(KLDivLoss, kl_div, KLDivOptions)
+EMBER_LOSS(BCELoss, binary_cross_entropy, BinaryCrossEntropyOptions)
+EMBER_LOSS(MultiLabelSoftMarginLoss, multilabel_soft_margin_loss, MultiLabelSoftMarginLossOptions)
+EMBER_LOSS(PoissonNLLLoss, poisson_nll_loss, PoissonNLLLossOptions)
+EMBER_LOSS(CosineSimilarity, cosine_similarity, CosineSimilarityOptions)  // forward(x1, x2)
+EMBER_LOSS(PairwiseDistance, pairwise_distance, PairwiseDistanceOptions)  // forward(x1, x2)
 #undef EMBER_LOSS
+
+// The losses of three inputs: forward(input1, input2, target) / (anchor, positive, negative) / (input, target, var).
+#define EMBER_LOSS3(Name, fn, Options)                                                                       \
+  class Name : public Module {                                                                               \
+   public:                                                                                                   \
+    explicit Name(functional::Options options = {}) : options(std::move(options)) {}                        \
+    Tensor forward(const Tensor& a, const Tensor& b, const Tensor& c) { return functional::fn(a, b, c, options); } \
+    std::string type_name() const override { return #Name; }                                                 \
+    functional::Options options;                                                                             \
+  };
+EMBER_LOSS3(CosineEmbeddingLoss, cosine_embedding_loss, CosineEmbeddingLossOptions)
+EMBER_LOSS3(MarginRankingLoss, margin_ranking_loss, MarginRankingLossOptions)
+EMBER_LOSS3(TripletMarginLoss, triplet_margin_loss, TripletMarginLossOptions)
+EMBER_LOSS3(GaussianNLLLoss, gaussian_nll_loss, GaussianNLLLossOptions)
+#undef EMBER_LOSS3
+
+// forward(log_probs [T, N, C], targets, input_lengths, target_lengths), as nn.CTCLoss.
+class CTCLoss : public Module {
+ public:
+  explicit CTCLoss(functional::CTCLossOptions options = {}) : options(std::move(options)) {}
+  Tensor forward(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
+                 const Tensor& target_lengths) {
+    return functional::ctc_loss(log_probs, targets, input_lengths, target_lengths, options);
+  }
+  std::string type_name() const override { return "CTCLoss"; }
+  functional::CTCLossOptions options;
+};
+
+// LibTorch's names of the loss modules' options: nn::CrossEntropyLoss(nn::CrossEntropyLossOptions().weight(w)).
+using CrossEntropyLossOptions = functional::CrossEntropyFuncOptions;
+using NLLLossOptions = functional::NLLLossFuncOptions;
+using MSELossOptions = functional::MSELossFuncOptions;
+using L1LossOptions = functional::L1LossFuncOptions;
+using BCEWithLogitsLossOptions = functional::BinaryCrossEntropyWithLogitsFuncOptions;
+using SmoothL1LossOptions = functional::SmoothL1LossFuncOptions;
+using HuberLossOptions = functional::HuberLossFuncOptions;
+using KLDivLossOptions = functional::KLDivFuncOptions;
+using BCELossOptions = functional::BinaryCrossEntropyFuncOptions;
+using MultiLabelSoftMarginLossOptions = functional::MultiLabelSoftMarginLossFuncOptions;
+using MultilabelSoftMarginLossOptions = functional::MultiLabelSoftMarginLossFuncOptions;
+using PoissonNLLLossOptions = functional::PoissonNLLLossFuncOptions;
+using GaussianNLLLossOptions = functional::GaussianNLLLossFuncOptions;
+using CosineEmbeddingLossOptions = functional::CosineEmbeddingLossFuncOptions;
+using MarginRankingLossOptions = functional::MarginRankingLossFuncOptions;
+using TripletMarginLossOptions = functional::TripletMarginLossFuncOptions;
+using CosineSimilarityOptions = functional::CosineSimilarityFuncOptions;
+using PairwiseDistanceOptions = functional::PairwiseDistanceFuncOptions;
+using CTCLossOptions = functional::CTCLossFuncOptions;
+
+// --- norm layers, round 3 -------------------------------------------------------------------------------
+// Group norm of [N, C, *] over num_groups groups of channels; with affine, weight = 1 and bias = 0 [C].
+//   nn::GroupNorm(2, 6);  nn::GroupNorm(nn::GroupNormOptions(2, 6).eps(1e-3));  nn::GroupNorm({.num_groups = 2, ...})
+class GroupNorm : public Module {
+ public:
+  explicit GroupNorm(const GroupNormOptions& options);
+  explicit GroupNorm(const GroupNormOptions::Fields& options) : GroupNorm(GroupNormOptions(options)) {}
+  GroupNorm(int64_t num_groups, int64_t num_channels, double eps = 1e-5, bool affine = true)
+      : GroupNorm(GroupNormOptions(num_groups, num_channels).eps(eps).affine(affine)) {}
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "GroupNorm"; }
+  std::string describe() const override;
+  Tensor weight, bias;
+  GroupNormOptions options;
+};
+
+// Instance norm: each (sample, channel) normalised over its L (InstanceNorm1d: [N, C, L] or unbatched [C, L])
+// or H·W (InstanceNorm2d: [N, C, H, W] or [C, H, W]). PyTorch's defaults: no affine, no running statistics.
+// With track_running_stats, training updates running_mean/var (and eval uses them); num_batches_tracked is
+// kept for state-dict parity (PyTorch's InstanceNorm never advances it).
+class InstanceNorm : public Module {
+ public:
+  InstanceNorm(const InstanceNormOptions& options, int spatial_dims);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return spatial_dims_ == 2 ? "InstanceNorm2d" : "InstanceNorm1d"; }
+  std::string describe() const override;
+  Tensor weight, bias, running_mean, running_var, num_batches_tracked;
+  InstanceNormOptions options;
+
+ private:
+  int spatial_dims_;
+};
+class InstanceNorm1d : public InstanceNorm {
+ public:
+  explicit InstanceNorm1d(const InstanceNormOptions& options) : InstanceNorm(options, 1) {}
+  explicit InstanceNorm1d(const InstanceNormOptions::Fields& options) : InstanceNorm(InstanceNormOptions(options), 1) {}
+  explicit InstanceNorm1d(int64_t num_features, double eps = 1e-5, double momentum = 0.1, bool affine = false,
+                          bool track_running_stats = false)
+      : InstanceNorm(InstanceNormOptions(num_features).eps(eps).momentum(momentum).affine(affine)
+                         .track_running_stats(track_running_stats), 1) {}
+};
+class InstanceNorm2d : public InstanceNorm {
+ public:
+  explicit InstanceNorm2d(const InstanceNormOptions& options) : InstanceNorm(options, 2) {}
+  explicit InstanceNorm2d(const InstanceNormOptions::Fields& options) : InstanceNorm(InstanceNormOptions(options), 2) {}
+  explicit InstanceNorm2d(int64_t num_features, double eps = 1e-5, double momentum = 0.1, bool affine = false,
+                          bool track_running_stats = false)
+      : InstanceNorm(InstanceNormOptions(num_features).eps(eps).momentum(momentum).affine(affine)
+                         .track_running_stats(track_running_stats), 2) {}
+};
+
+// x / (k + alpha/size · Σ x² over `size` neighbouring channels)^beta (nn::functional::local_response_norm).
+class LocalResponseNorm : public Module {
+ public:
+  explicit LocalResponseNorm(const LocalResponseNormOptions& options);
+  explicit LocalResponseNorm(const LocalResponseNormOptions::Fields& options)
+      : LocalResponseNorm(LocalResponseNormOptions(options)) {}
+  explicit LocalResponseNorm(int64_t size, double alpha = 1e-4, double beta = 0.75, double k = 1.0)
+      : LocalResponseNorm(LocalResponseNormOptions(size).alpha(alpha).beta(beta).k(k)) {}
+  Tensor forward(const Tensor& x) override {
+    return functional::local_response_norm(x, options.size(), options.alpha(), options.beta(), options.k());
+  }
+  std::string type_name() const override { return "LocalResponseNorm"; }
+  std::string describe() const override;
+  LocalResponseNormOptions options;
+};
 
 }  // namespace ember::nn

@@ -116,4 +116,65 @@ using MaxPool2dOptions = Pool2dOptions;  // LibTorch's names; count_include_pad 
 using AvgPool2dOptions = Pool2dOptions;
 
 
+// --- the norm layers' options (nn::GroupNorm, nn::InstanceNorm1d/2d, nn::LocalResponseNorm), LibTorch's ---
+struct GroupNormFields {
+  int64_t num_groups = 1, num_channels = 0;
+  double eps = 1e-5;
+  bool affine = true;  // weight = 1 and bias = 0, [num_channels]
+};
+// GroupNormOptions(num_groups, num_channels).eps(1e-3).affine(false)
+class GroupNormOptions : public GroupNormFields {
+ public:
+  using Fields = GroupNormFields;
+  GroupNormOptions() = default;
+  template <std::same_as<Fields> F>
+  GroupNormOptions(const F& fields) : Fields(fields) {}  // NOLINT: as ConvOptions
+  GroupNormOptions(int64_t num_groups, int64_t num_channels) : Fields{num_groups, num_channels} {}
+  EMBER_OPTION(int64_t, num_groups)
+  EMBER_OPTION(int64_t, num_channels)
+  EMBER_OPTION(double, eps)
+  EMBER_OPTION(bool, affine)
+};
+
+struct InstanceNormFields {
+  int64_t num_features = 0;
+  double eps = 1e-5;
+  double momentum = 0.1;
+  bool affine = false;               // weight = 1 and bias = 0, [num_features] (PyTorch's default: none)
+  bool track_running_stats = false;  // buffers running_mean/var (and num_batches_tracked); eval uses them
+};
+// InstanceNormOptions(num_features).affine(true).track_running_stats(true)
+class InstanceNormOptions : public InstanceNormFields {
+ public:
+  using Fields = InstanceNormFields;
+  InstanceNormOptions() = default;
+  template <std::same_as<Fields> F>
+  InstanceNormOptions(const F& fields) : Fields(fields) {}  // NOLINT: as ConvOptions
+  explicit InstanceNormOptions(int64_t num_features) : Fields{num_features} {}
+  EMBER_OPTION(int64_t, num_features)
+  EMBER_OPTION(double, eps)
+  EMBER_OPTION(double, momentum)
+  EMBER_OPTION(bool, affine)
+  EMBER_OPTION(bool, track_running_stats)
+};
+
+struct LocalResponseNormFields {
+  int64_t size = 1;
+  double alpha = 1e-4, beta = 0.75, k = 1.0;
+};
+// LocalResponseNormOptions(size).alpha(1e-4).beta(0.75).k(1)
+class LocalResponseNormOptions : public LocalResponseNormFields {
+ public:
+  using Fields = LocalResponseNormFields;
+  LocalResponseNormOptions() = default;
+  template <std::same_as<Fields> F>
+  LocalResponseNormOptions(const F& fields) : Fields(fields) {}  // NOLINT: as ConvOptions
+  explicit LocalResponseNormOptions(int64_t size) : Fields{size} {}
+  EMBER_OPTION(int64_t, size)
+  EMBER_OPTION(double, alpha)
+  EMBER_OPTION(double, beta)
+  EMBER_OPTION(double, k)
+};
+
+
 }  // namespace ember::nn
