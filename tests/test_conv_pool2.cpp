@@ -287,6 +287,39 @@ TEST(Pooling, MaxDilationAndIndices) {
   check_x("maxpool_idx", [](const Tensor& x) { return std::get<0>(F::max_pool2d_with_indices(x, F::MaxPool2dOptions(3).stride(2).padding(1))); });
 }
 
+// Windows of -inf (and, with dilation, windows with no element inside the input) give -inf and PyTorch's
+// index: the first element of the window inside the input (PyTorch's scan starts there with maximum -inf).
+TEST(Pooling, MinusInfWindowsReportPyTorchIndices) {
+  std::vector<double> v(9, -INFINITY);
+  v[8] = 1;
+  const Tensor x = from_vector(v, {1, 1, 3, 3}, {.dtype = DType::f64});
+  auto [y, idx] = F::max_pool2d_with_indices(x, F::MaxPool2dOptions(2).stride(1).padding(1));
+  EXPECT_EQ(idx.to_vector<int64_t>(), (std::vector<int64_t>{0, 0, 1, 2, 0, 0, 1, 2, 3, 3, 8, 8, 6, 6, 8, 8}));
+  auto [yd, idxd] = F::max_pool2d_with_indices(x, F::MaxPool2dOptions(2).stride(1).padding(1).dilation(2));
+  EXPECT_EQ(idxd.to_vector<int64_t>(), (std::vector<int64_t>{4, 3, 4, 1, 8, 1, 4, 3, 4}));
+  EXPECT_EQ(yd.to_vector<double>()[4], 1.0);
+  EXPECT_EQ(yd.to_vector<double>()[0], -INFINITY);
+  // dilation 3 over a 2×2 input padded by 1: the only window holds no input element
+  const Tensor small = arange(4.0, {.dtype = DType::f64}).reshape({1, 1, 2, 2}).requires_grad_();
+  auto [ye, idxe] = F::max_pool2d_with_indices(small, F::MaxPool2dOptions(2).stride(1).padding(1).dilation(3));
+  EXPECT_EQ(ye.to_vector<double>(), std::vector<double>{-INFINITY});
+  EXPECT_EQ(idxe.to_vector<int64_t>(), std::vector<int64_t>{6});
+  sum(ye).backward();
+  EXPECT_EQ(small.grad().to_vector<double>(), std::vector<double>(4, 0.0));
+}
+
+// Views (a transposed layout) give the contiguous input's results.
+TEST(Resample, StridedInputs) {
+  const Tensor x = get("bilinear.x"), xt = x.transpose(2, 3).contiguous().transpose(2, 3);
+  const auto o = F::InterpolateFuncOptions().size(std::vector<int64_t>{8, 11}).mode(nn::InterpolateMode::bilinear);
+  expect_close(F::interpolate(xt, o), get("bilinear.y"), "bilinear of a view", 1e-12);
+  const Tensor p = get("pad_reflect_2d.x"), pt = p.transpose(2, 3).contiguous().transpose(2, 3);
+  expect_close(F::pad(pt, pad_opts({1, 2, 3, 0}, F::PadMode::reflect)), get("pad_reflect_2d.y"), "reflect of a view", 0);
+  const Tensor c = get("convt2d_plain.x"), ct = c.transpose(2, 3).contiguous().transpose(2, 3);
+  expect_close(F::conv_transpose2d(ct, get("convt2d_plain.w"), get("convt2d_plain.b")), get("convt2d_plain.y"),
+               "conv_transpose2d of a view", 1e-10);
+}
+
 TEST(Pooling, AvgDivisorOverride) {
   check_x("avgpool_div", [](const Tensor& x) { return F::avg_pool2d(x, F::AvgPool2dOptions(3).stride(2).padding(1).divisor_override(5)); });
   check_x("avgpool_div_ceil", [](const Tensor& x) {
