@@ -93,34 +93,36 @@ Tensor pad(const Tensor& x, const PadFuncOptions& o) {
   if (o.mode() == PadMode::circular)
     EMBER_CHECK(nd == pairs + 2, "pad: circular padding of ", pairs, " dims needs a batched input [N, C, ...] of ",
                 pairs + 2, " dims, got ", x.shape(), " (as PyTorch 1.13); add the batch dim with unsqueeze(0)");
+  // reflect / replicate (PyTorch's reflection_pad / replication_pad checks): an output dim may be empty as
+  // long as one padded dim is not.
+  bool any_nonempty = false;
+  for (int64_t i = 0; i < pairs; ++i) any_nonempty = any_nonempty || x.size(nd - 1 - i) + pad[2 * i] + pad[2 * i + 1] >= 1;
+  EMBER_CHECK(o.mode() == PadMode::circular || any_nonempty, "pad: ", mode, " padding ", x.shape(), " by ",
+              Shape(pad), " leaves every padded dim empty; at least one needs an element (PyTorch: input is too small)");
   Tensor y = x;
   for (int64_t i = 0; i < pairs; ++i) {
     const int64_t dim = nd - 1 - i, left = pad[2 * i], right = pad[2 * i + 1], size = x.size(dim);
     const int64_t out = size + left + right;
+    EMBER_CHECK(out >= 0, "pad: the negative ", mode, " padding (", left, ", ", right, ") of dim ", dim,
+                " crops more than its ", size, " elements (input ", x.shape(), ")");
     if (o.mode() == PadMode::reflect) {
       EMBER_CHECK(left < size && right < size, "pad: reflect padding (", left, ", ", right, ") of dim ", dim,
                   " must be smaller than its size ", size, " (input ", x.shape(), ")");
-      EMBER_CHECK(out >= 1, "pad: reflect padding (", left, ", ", right, ") leaves dim ", dim, " of the input ", x.shape(),
-                  " with ", out, " elements; it needs at least 1");
     } else if (o.mode() == PadMode::replicate) {
-      EMBER_CHECK(size >= 1 && out >= 1, "pad: replicate padding (", left, ", ", right, ") of dim ", dim, " of the input ",
-                  x.shape(), " gives ", out, " elements; it needs a non-empty dim and at least 1 element out");
+      EMBER_CHECK(size >= 1, "pad: replicate padding needs non-empty padded dims, but dim ", dim, " of the input ",
+                  x.shape(), " is empty");
     } else {
       const int64_t core = size + std::min<int64_t>(left, 0) + std::min<int64_t>(right, 0);
       EMBER_CHECK(left <= size && right <= size, "pad: circular padding (", left, ", ", right, ") of dim ", dim,
                   " is larger than its size ", size, " (input ", x.shape(),
                   "): it would wrap around more than once (PyTorch: Padding value causes wrapping around more than once.)");
-      EMBER_CHECK(out >= 0, "pad: the negative circular padding (", left, ", ", right, ") of dim ", dim,
-                  " crops more than its ", size, " elements (input ", x.shape(), ")");
       EMBER_CHECK(out == 0 || (left <= core && right <= core), "pad: circular padding (", left, ", ", right, ") of dim ",
                   dim, " wraps around the ", core, " elements its negative side leaves more than once (input ", x.shape(),
                   ")");
-      if (out == 0) {
-        Shape s = y.shape();
-        s[dim] = 0;
-        y = y.narrow(dim, 0, 0).reshape(s);
-        continue;
-      }
+    }
+    if (out == 0) {
+      y = y.narrow(dim, 0, 0);
+      continue;
     }
     if (left == 0 && right == 0) continue;
     y = index_select(y, dim, index_tensor(pad_indices(o.mode(), size, left, right), x.device()));

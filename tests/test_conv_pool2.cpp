@@ -127,7 +127,8 @@ TEST(Pad, Errors) {
   EXPECT_TRUE(throws_error([&] { F::pad(x, {1}); }, {"pad", "pairs", "divisible by 2"}));
   EXPECT_TRUE(throws_error([&] { F::pad(x, {1, 1, 1, 1, 1, 1, 1, 1}); }, {"4 (left, right) pairs", "Padding length too large"}));
   EXPECT_TRUE(throws_error([&] { F::pad(x, pad_opts({6, 0}, F::PadMode::reflect)); }, {"reflect", "smaller than its size 6"}));
-  EXPECT_TRUE(throws_error([&] { F::pad(x, pad_opts({-6, 0}, F::PadMode::reflect)); }, {"at least 1"}));
+  EXPECT_TRUE(throws_error([&] { F::pad(x, pad_opts({-6, 0}, F::PadMode::reflect)); }, {"every padded dim empty"}));
+  EXPECT_EQ(F::pad(zeros({1, 1, 3, 4}), pad_opts({-4, 0, 1, 1}, F::PadMode::reflect)).shape(), Shape({1, 1, 5, 0}));
   EXPECT_TRUE(throws_error([&] { F::pad(x, pad_opts({7, 0}, F::PadMode::circular)); }, {"wrap around more than once"}));
   EXPECT_TRUE(throws_error([&] { F::pad(zeros({2, 6}), pad_opts({1, 1}, F::PadMode::circular)); },
                            {"batched input [N, C, ...]", "unsqueeze(0)"}));
