@@ -94,6 +94,12 @@ using nn::MaxUnpool1dFuncOptions;
 using nn::MaxUnpool2dFuncOptions;
 using nn::AvgPool1dOptions;
 using nn::MaxPool1dOptions;
+using nn::AvgPool1dFuncOptions;
+using nn::AvgPool2dFuncOptions;
+using nn::Conv1dFuncOptions;
+using nn::Conv2dFuncOptions;
+using nn::MaxPool1dFuncOptions;
+using nn::MaxPool2dFuncOptions;
 
 // Transposed convolution (the gradient of conv2d with respect to its input): x [N, C_in, H, W] (or
 // [C_in, H, W]), weight [C_in, C_out/groups, KH, KW], bias [C_out] or undefined → [N, C_out, OH, OW],

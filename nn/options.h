@@ -126,6 +126,8 @@ class ConvOptions : public ConvFields<D> {
 };
 using Conv1dOptions = ConvOptions<1>;
 using Conv2dOptions = ConvOptions<2>;
+using Conv1dFuncOptions = Conv1dOptions;  // LibTorch's names for F::conv1d/conv2d's options
+using Conv2dFuncOptions = Conv2dOptions;
 
 // The transposed convolutions (ConvTranspose{1,2}d, F::conv_transpose{1,2}d), LibTorch's field order:
 // weight [in_channels, out_channels/groups, K...]; the output size along each dim is
@@ -206,6 +208,10 @@ using AvgPool2dOptions = Pool2dOptions;
 using Pool1dOptions = PoolOptions<1>;
 using MaxPool1dOptions = Pool1dOptions;
 using AvgPool1dOptions = Pool1dOptions;
+using MaxPool1dFuncOptions = Pool1dOptions;  // LibTorch's names for the functions' options
+using AvgPool1dFuncOptions = Pool1dOptions;
+using MaxPool2dFuncOptions = Pool2dOptions;
+using AvgPool2dFuncOptions = Pool2dOptions;
 
 // max_unpool{1,2}d / nn::MaxUnpool{1,2}d: the pooling that made the indices (stride 0: the kernel size)
 // and, optionally, the output's spatial size (default (in - 1)·stride - 2·padding + kernel; one given must

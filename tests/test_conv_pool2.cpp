@@ -164,6 +164,7 @@ TEST(ConvPadding, SameAndValid) {
   // designated initialisers take the string paddings too
   const Tensor x = get("conv2d_same_odd.x"), w = get("conv2d_same_odd.w"), b = get("conv2d_same_odd.b");
   expect_close(F::conv2d(x, w, b, {.padding = nn::kSame}), get("conv2d_same_odd.y"), "designated", 1e-10);
+  expect_close(F::conv2d(x, w, b, F::Conv2dFuncOptions().padding("same")), get("conv2d_same_odd.y"), "LibTorch's name", 1e-10);
 }
 
 TEST(ConvPadding, StridedSameThrows) {
