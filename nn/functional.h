@@ -78,6 +78,128 @@ Tensor adaptive_max_pool2d(const Tensor& x, int64_t out_h, int64_t out_w);
 // With the indices of the maxima (h·W + w within each plane, i64), as return_indices=True.
 std::tuple<Tensor, Tensor> adaptive_max_pool2d_with_indices(const Tensor& x, int64_t out_h, int64_t out_w);
 
+// --- convolution and pooling, round 2 (PyTorch 1.13 semantics; composites of the fused ops above, so
+// both backends and autograd run them) ------------------------------------------------------------------
+// conv1d/conv2d take padding nn::kSame / "same" (stride 1 only, as PyTorch: the output keeps the input's
+// size; an odd total padding dilation·(K-1) puts its extra element on the right/bottom) and nn::kValid /
+// "valid" (no padding). The Conv Modules' padding_mode (reflect, replicate, circular) pads through F::pad.
+using nn::ConvTranspose1dOptions;
+using nn::ConvTranspose2dOptions;
+using nn::InterpolateFuncOptions;
+using nn::InterpolateMode;
+using nn::MaxUnpool1dOptions;
+using nn::MaxUnpool2dOptions;
+using nn::Pool1dOptions;
+using nn::ConvTranspose1dFuncOptions;
+using nn::ConvTranspose2dFuncOptions;
+using nn::MaxUnpool1dFuncOptions;
+using nn::MaxUnpool2dFuncOptions;
+using nn::AvgPool1dOptions;
+using nn::MaxPool1dOptions;
+using nn::AvgPool1dFuncOptions;
+using nn::AvgPool2dFuncOptions;
+using nn::Conv1dFuncOptions;
+using nn::Conv2dFuncOptions;
+using nn::MaxPool1dFuncOptions;
+using nn::MaxPool2dFuncOptions;
+
+// Transposed convolution (the gradient of conv2d with respect to its input): x [N, C_in, H, W] (or
+// [C_in, H, W]), weight [C_in, C_out/groups, KH, KW], bias [C_out] or undefined → [N, C_out, OH, OW],
+// OH = (H - 1)·stride - 2·padding + dilation·(KH - 1) + output_padding + 1. One autograd node over the
+// backends' conv2d entries: forward is conv2d's data gradient, backward conv2d itself (input) and conv2d's
+// filter gradient (weight). output_padding must be smaller than stride or dilation (PyTorch's rule).
+Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias = {},
+                        const ConvTranspose2dOptions& options = {});
+inline Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                               const ConvTranspose2dOptions::Fields& options) {
+  return conv_transpose2d(x, weight, bias, ConvTranspose2dOptions(options));
+}
+// x [N, C_in, L] (or [C_in, L]), weight [C_in, C_out/groups, K] → [N, C_out, OL]: conv_transpose2d of unit height.
+Tensor conv_transpose1d(const Tensor& x, const Tensor& weight, const Tensor& bias = {},
+                        const ConvTranspose1dOptions& options = {});
+inline Tensor conv_transpose1d(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                               const ConvTranspose1dOptions::Fields& options) {
+  return conv_transpose1d(x, weight, bias, ConvTranspose1dOptions(options));
+}
+
+// max_pool2d with its indices (i64, the output's shape: h·W + w of each window's maximum within its H×W
+// plane, as PyTorch's return_indices=True), for max_unpool2d. dilation (max pooling only) spaces a
+// window's elements: a window spans dilation·(kernel - 1) + 1 input rows/columns; the output size is
+// PyTorch's pooling_output_shape with it. avg_pool2d's divisor_override divides each window's sum (of the
+// input elements it covers) by that number instead of the window size.
+std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, const Pool2dOptions& options);
+inline std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, const Pool2dOptions::Fields& o) {
+  return max_pool2d_with_indices(x, Pool2dOptions(o));
+}
+// 1-D pooling of x [N, C, L] (or [C, L]) → [N, C, OL]: the 2-D pooling of unit height (ceil_mode,
+// count_include_pad, dilation and indices as there; indices are positions in L). PyTorch's avg_pool1d has
+// no divisor_override: setting one throws.
+Tensor max_pool1d(const Tensor& x, const Pool1dOptions& options);
+Tensor avg_pool1d(const Tensor& x, const Pool1dOptions& options);
+std::tuple<Tensor, Tensor> max_pool1d_with_indices(const Tensor& x, const Pool1dOptions& options);
+inline Tensor max_pool1d(const Tensor& x, const Pool1dOptions::Fields& o) { return max_pool1d(x, Pool1dOptions(o)); }
+inline Tensor avg_pool1d(const Tensor& x, const Pool1dOptions::Fields& o) { return avg_pool1d(x, Pool1dOptions(o)); }
+
+// The partial inverse of max pooling: x and indices [N, C, H, W] (or [C, H, W]; indices i64 as
+// max_pool2d_with_indices gives them) → [N, C, OH, OW] of zeros with x's values at the indices of each
+// plane. An index outside [0, OH·OW) throws. Backward: the output gradient gathered at the indices.
+Tensor max_unpool2d(const Tensor& x, const Tensor& indices, const MaxUnpool2dOptions& options);
+inline Tensor max_unpool2d(const Tensor& x, const Tensor& indices, const MaxUnpool2dOptions::Fields& o) {
+  return max_unpool2d(x, indices, MaxUnpool2dOptions(o));
+}
+Tensor max_unpool1d(const Tensor& x, const Tensor& indices, const MaxUnpool1dOptions& options);
+
+// --- padding and resampling (nn/functional_resample.cpp) -------------------------------------------------
+// F::pad (torch.nn.functional.pad): pad lists (left, right) pairs starting from the LAST dim:
+// {1, 2} pads the last dim by 1 before and 2 after, {1, 1, 2, 2} also the dim before it by 2.
+//   constant: any number of dims (at most x.dim() pairs), `value` fills; negative padding crops.
+//   reflect (mirrored without repeating the edge; padding < that dim's size), replicate (the edge repeated),
+//   circular (wrapping around: padding <= the dim's size): the last 1, 2 or 3 dims of a [C, *] or [N, C, *]
+//   input (circular: batched [N, C, *] only, as PyTorch 1.13), negative padding crops. They take no value.
+enum class PadMode : uint8_t { constant, reflect, replicate, circular };
+struct PadFuncFields {
+  std::vector<int64_t> pad;
+  PadMode mode = PadMode::constant;
+  double value = 0.0;
+};
+class PadFuncOptions : public PadFuncFields {
+ public:
+  using Fields = PadFuncFields;
+  PadFuncOptions(std::vector<int64_t> pad) : Fields{std::move(pad)} {}  // NOLINT: F::pad(x, {1, 1})
+  auto& mode(PadMode m) {
+    Fields::mode = m;
+    return *this;
+  }
+  PadMode mode() const { return Fields::mode; }
+  auto& value(double v) {
+    Fields::value = v;
+    return *this;
+  }
+  double value() const { return Fields::value; }
+  const std::vector<int64_t>& pad() const { return Fields::pad; }
+};
+// F::pad(x, F::PadFuncOptions({1, 1, 2, 0}).mode(F::PadMode::reflect)) or F::pad(x, {1, 1}, PadMode::constant, 0.5).
+Tensor pad(const Tensor& x, const PadFuncOptions& options);
+inline Tensor pad(const Tensor& x, std::vector<int64_t> padding, PadMode mode = PadMode::constant, double value = 0.0) {
+  return pad(x, PadFuncOptions(std::move(padding)).mode(mode).value(value));
+}
+
+// torch.nn.functional.interpolate on x [N, C, *spatial] (3-D: 1 spatial dim, 4-D: 2, 5-D: 3):
+//   nearest: source index ⌊dst · scale⌋ (PyTorch's legacy rule, not rounding to the closest; nearest_exact
+//     is ⌊(dst + ½)·scale⌋); linear (3-D), bilinear (4-D), trilinear (5-D): source position
+//     scale·(dst + ½) - ½ clamped at 0 (align_corners false) or dst·(in - 1)/(out - 1) (true), blending the
+//     two neighbours; area (adaptive average pooling, 3-D/4-D).
+//   scale is in/out, or 1/scale_factor when scale_factor is given (unless recompute_scale_factor); the
+//   output size is size, or ⌊in · scale_factor⌋. Backward: the gradient goes back along the same weights.
+Tensor interpolate(const Tensor& x, const InterpolateFuncOptions& options);
+inline Tensor interpolate(const Tensor& x, const InterpolateFuncOptions::Fields& o) {
+  return interpolate(x, InterpolateFuncOptions(o));
+}
+// [*, C·r², H, W] → [*, C, H·r, W·r] (sub-pixel convolution's rearrangement), and its inverse
+// [*, C, H·r, W·r] → [*, C·r², H, W], as torch.nn.functional.pixel_shuffle / pixel_unshuffle.
+Tensor pixel_shuffle(const Tensor& x, int64_t upscale_factor);
+Tensor pixel_unshuffle(const Tensor& x, int64_t downscale_factor);
+
 // x [N, C] or [N, C, *]; running_mean/var [C] (updated in place when training; may be undefined only when
 // training); weight/bias [C] or undefined.
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,

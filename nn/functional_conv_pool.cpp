@@ -1,7 +1,11 @@
-// conv2d and pooling: fused Backend ops with fused backward passes.
+// conv2d and pooling: fused Backend ops with fused backward passes; conv_transpose2d as one node over the
+// backends' conv2d entries; dilated max pooling, divisor_override and max_unpool as composites of them.
+#include <algorithm>
+#include <cmath>
 #include <sstream>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "autograd/node.h"
 #include "core/raw.h"
@@ -120,33 +124,320 @@ std::pair<Tensor, Tensor> run_pool(PoolOp op, const Batched& b, const Tensor& x,
   return {y, idx};
 }
 
-Tensor pool2d(PoolOp op, const Tensor& input, const Pool2dOptions& o) {
-  const char* name = op == PoolOp::max ? "max_pool2d" : "avg_pool2d";
+// Max pooling with dilation > 1 (the backends' pooling has none), as a composite of differentiable ops:
+// every window's elements gathered by one index_select over the flattened H·W plane, then max over the
+// window. A window element outside the input reads the window's first element inside it (PyTorch starts
+// its scan there, with maximum -inf), so ties and the reported index are PyTorch's; a window with no
+// element inside the input (possible with dilation) reads an appended -inf and reports PyTorch's index.
+// Returns y and the indices (h·W + w).
+std::pair<Tensor, Tensor> dilated_max_pool(const Tensor& x, const Pool2dParams& p, const int64_t* dilation, int64_t OH,
+                                           int64_t OW) {
+  const int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
+  const int64_t KH = p.kernel[0], KW = p.kernel[1], K = KH * KW;
+  std::vector<int64_t> table(static_cast<size_t>(OH * OW * K)), report(table.size());
+  bool sentinel = false;
+  for (int64_t oh = 0; oh < OH; ++oh)
+    for (int64_t ow = 0; ow < OW; ++ow) {
+      const int64_t h0 = oh * p.stride[0] - p.padding[0], w0 = ow * p.stride[1] - p.padding[1];
+      const int64_t h_end = std::min(h0 + (KH - 1) * dilation[0] + 1, H), w_end = std::min(w0 + (KW - 1) * dilation[1] + 1, W);
+      int64_t h_first = h0, w_first = w0;  // PyTorch's while (ih0 < 0) ih0 += dilation
+      while (h_first < 0) h_first += dilation[0];
+      while (w_first < 0) w_first += dilation[1];
+      const bool empty = h_first >= h_end || w_first >= w_end;
+      sentinel = sentinel || empty;
+      const int64_t first = empty ? H * W : h_first * W + w_first;
+      int64_t* t = table.data() + (oh * OW + ow) * K;
+      int64_t* r = report.data() + (oh * OW + ow) * K;
+      for (int64_t kh = 0; kh < KH; ++kh)
+        for (int64_t kw = 0; kw < KW; ++kw) {
+          const int64_t ih = h0 + kh * dilation[0], iw = w0 + kw * dilation[1];
+          const bool inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
+          t[kh * KW + kw] = inside ? ih * W + iw : first;
+          r[kh * KW + kw] = inside ? ih * W + iw : h_first * W + w_first;
+        }
+    }
+  Tensor flat = x.reshape({N, C, H * W});
+  if (sentinel) flat = cat({flat, full({N, C, 1}, -INFINITY, {.dtype = x.dtype(), .device = x.device()})}, 2);
+  const Tensor t = from_vector(table, {static_cast<int64_t>(table.size())}).to(x.device());
+  const Tensor windows = index_select(flat, 2, t).reshape({N, C, OH, OW, K});
+  auto [y, slot] = max(windows, -1);
+  // slot (the position within the window) → the input position: report[(oh·OW + ow)·K + slot]
+  const Tensor base = raw::reshape(raw::to(arange(int64_t{0}, OH * OW * K, K), x.device()), {OH, OW});
+  const Tensor pick = raw::binary(BinaryOp::add, slot, base);
+  const Tensor r = from_vector(report, {static_cast<int64_t>(report.size())}).to(x.device());
+  const Tensor idx = raw::reshape(raw::index_select(r, 0, raw::reshape(pick, {-1})), {N, C, OH, OW});
+  return {y, idx};
+}
+
+// max/avg pooling of the batched 4-D (or 3-D) input: the backends' fused pooling, with dilation (max) and
+// divisor_override (avg) on top. Returns y and, for max, the indices.
+std::pair<Tensor, Tensor> pool2d(PoolOp op, const Tensor& input, const Pool2dOptions& o, const char* name) {
   const Batched b(input, name);
   EMBER_CHECK(is_floating(input.dtype()), name, ": needs a floating input, got ", dtype_name(input.dtype()));
   Pool2dParams p;
+  int64_t dilation[2];
   for (int i = 0; i < 2; ++i) {
     p.kernel[i] = o.kernel_size()[i];
     p.stride[i] = o.stride()[i] == 0 ? o.kernel_size()[i] : o.stride()[i];
     p.padding[i] = o.padding()[i];
+    dilation[i] = o.dilation()[i];
     EMBER_CHECK(p.kernel[i] > 0 && p.stride[i] > 0 && p.padding[i] >= 0, name, ": kernel_size ",
                 pair_str(o.kernel_size().data()), " and stride must be positive, padding non-negative");
+    EMBER_CHECK(dilation[i] > 0, name, ": dilation ", pair_str(o.dilation().data()), " must be positive");
     EMBER_CHECK(2 * o.padding()[i] <= o.kernel_size()[i], name, ": padding ", pair_str(o.padding().data()),
                 " must be at most half the kernel ", pair_str(o.kernel_size().data()),
                 " (PyTorch's rule: pad should be at most half of effective kernel size)");
   }
+  const bool dilated = dilation[0] != 1 || dilation[1] != 1;
+  EMBER_CHECK(op == PoolOp::max || !dilated, name, ": dilation ", pair_str(o.dilation().data()),
+              " is a max pooling option (PyTorch's avg_pool2d has none); leave it 1");
+  EMBER_CHECK(op == PoolOp::avg || !o.divisor_override().has_value(), name,
+              ": divisor_override is an avg_pool2d option; max pooling takes none");
+  EMBER_CHECK(!o.divisor_override().has_value() || *o.divisor_override() != 0, name,
+              ": divisor_override must not be zero (PyTorch: divisor must be not zero)");
   p.count_include_pad = o.count_include_pad();
   const Tensor x = raw::contiguous(b.x);
   // The backends take OH, OW from y; their windows (nn_math::pool_window) clip a ceil_mode window that
   // reaches past the padding.
-  const int64_t OH = out_size(x.size(2), p.padding[0], 1, p.kernel[0], p.stride[0], o.ceil_mode());
-  const int64_t OW = out_size(x.size(3), p.padding[1], 1, p.kernel[1], p.stride[1], o.ceil_mode());
-  const int64_t no_dilation[2] = {1, 1};
-  check_output_size(name, input.shape(), p.kernel, no_dilation, p.stride, p.padding, OH, OW, o.ceil_mode());
-  return b.finish(run_pool(op, b, x, OH, OW, p).first);
+  const int64_t OH = out_size(x.size(2), p.padding[0], dilation[0], p.kernel[0], p.stride[0], o.ceil_mode());
+  const int64_t OW = out_size(x.size(3), p.padding[1], dilation[1], p.kernel[1], p.stride[1], o.ceil_mode());
+  check_output_size(name, input.shape(), p.kernel, dilation, p.stride, p.padding, OH, OW, o.ceil_mode());
+  if (dilated) {
+    auto [y, idx] = dilated_max_pool(b.x, p, dilation, OH, OW);
+    return {b.finish(y), b.finish(idx)};
+  }
+  if (op == PoolOp::avg && o.divisor_override().has_value()) {
+    // Σ over the window's input elements / divisor: the average over those elements (count_include_pad
+    // off) times count / divisor, the count of each window from PyTorch's clipped window bounds.
+    p.count_include_pad = false;
+    std::vector<double> factor(static_cast<size_t>(OH * OW));
+    const int64_t H = x.size(2), W = x.size(3);
+    for (int64_t oh = 0; oh < OH; ++oh)
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        const int64_t h0 = oh * p.stride[0] - p.padding[0], w0 = ow * p.stride[1] - p.padding[1];
+        const int64_t h1 = std::min(h0 + p.kernel[0], H), w1 = std::min(w0 + p.kernel[1], W);
+        const int64_t count = (h1 - std::max<int64_t>(h0, 0)) * (w1 - std::max<int64_t>(w0, 0));
+        factor[oh * OW + ow] = static_cast<double>(count) / static_cast<double>(*o.divisor_override());
+      }
+    const Tensor y = run_pool(op, b, x, OH, OW, p).first;
+    const Tensor f = from_vector(factor, {OH, OW}).to(x.dtype()).to(x.device());
+    return {b.finish(y * f), Tensor()};
+  }
+  auto [y, idx] = run_pool(op, b, x, OH, OW, p);
+  return {b.finish(y), idx.defined() ? b.finish(idx) : Tensor()};
+}
+
+// Pool1dOptions as the 2-D options of unit height.
+Pool2dOptions as_2d(const Pool1dOptions& o) {
+  Pool2dOptions o2({1, o.kernel_size()[0]});
+  o2.stride({1, o.stride()[0] == 0 ? o.kernel_size()[0] : o.stride()[0]})
+      .padding({0, o.padding()[0]})
+      .dilation({1, o.dilation()[0]})
+      .ceil_mode(o.ceil_mode())
+      .count_include_pad(o.count_include_pad());
+  return o2;
+}
+
+// The 1-D pools: x [N, C, L] or [C, L] as [N, C, 1, L]; errors say which op was called.
+std::pair<Tensor, Tensor> pool1d(PoolOp op, const Tensor& input, const Pool1dOptions& o, const char* name) {
+  EMBER_CHECK(input.dim() == 2 || input.dim() == 3, name, ": expected input [N, C, L] or [C, L], got shape ",
+              input.shape());
+  EMBER_CHECK(op == PoolOp::max || !o.divisor_override().has_value(), name,
+              ": PyTorch's avg_pool1d has no divisor_override; use avg_pool2d on [N, C, 1, L]");
+  const int64_t h_dim = input.dim() - 1;
+  try {
+    auto [y, idx] = pool2d(op, input.unsqueeze(h_dim), as_2d(o), op == PoolOp::max ? "max_pool2d" : "avg_pool2d");
+    return {y.squeeze(h_dim), idx.defined() ? raw::squeeze(idx, h_dim) : Tensor()};
+  } catch (const Error& e) {
+    const char* as = op == PoolOp::max ? " (as max_pool2d over [N, C, 1, L]): " : " (as avg_pool2d over [N, C, 1, L]): ";
+    throw Error(std::string(name) + as + e.what());
+  }
+}
+
+// --- transposed convolution ---------------------------------------------------------------------------
+// y = conv2dᵀ(x): the backends' conv2d data gradient with x as grad_y. Inputs: x [N, C_in, H, W] (H, W the
+// exact output size of conv2d over y), w [C_in, C_out/G, KH, KW]. Backward: gx = conv2d(gy, w), gw =
+// conv2d's filter gradient with input gy and output gradient x.
+struct ConvTranspose2dBackward : autograd::Node {
+  Conv2dParams p;
+  SavedTensor x, w;
+  std::string_view name() const override { return "conv_transpose2d"; }
+  void release() override {
+    x.release();
+    w.release();
+  }
+  void backward(const Tensor& g, Tensor* grad_inputs) override {
+    const Tensor xv = x.unpack(*this), wv = w.unpack(*this), gy = raw::contiguous(g);
+    Backend& be = backend(gy.device());
+    if (needs_grad(0)) {
+      grad_inputs[0] = raw::empty(xv.shape(), xv.dtype(), xv.device());
+      be.conv2d_forward(gy.arg(), wv.arg(), nullptr, grad_inputs[0].arg(), p);
+    }
+    if (needs_grad(1)) {
+      grad_inputs[1] = raw::empty(wv.shape(), wv.dtype(), wv.device());
+      const TensorArg gwa = grad_inputs[1].arg();
+      be.conv2d_backward(gy.arg(), wv.arg(), xv.arg(), nullptr, &gwa, nullptr, p);
+    }
+  }
+};
+
+}  // namespace
+
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const ConvTranspose2dOptions& o) {
+  const Batched b(input, "conv_transpose2d");
+  raw::check_same_device(input, weight, "conv_transpose2d");
+  EMBER_CHECK(weight.dim() == 4, "conv_transpose2d: weight must be [C_in, C_out/groups, KH, KW], got shape ",
+              weight.shape());
+  EMBER_CHECK(is_floating(input.dtype()) && input.dtype() == weight.dtype(), "conv_transpose2d: input (",
+              dtype_name(input.dtype()), ") and weight (", dtype_name(weight.dtype()), ") must share a floating dtype");
+  const int64_t C = b.x.size(1), G = o.groups();
+  EMBER_CHECK(weight.size(0) == C, "conv_transpose2d: the input has ", C, " channels but the weight ", weight.shape(),
+              " expects ", weight.size(0), " (a transposed convolution's weight is [C_in, C_out/groups, KH, KW])");
+  EMBER_CHECK(G >= 1 && C % G == 0, "conv_transpose2d: groups ", G, " must divide the input channels ", C);
+  const int64_t O = weight.size(1) * G;
+  if (bias.defined()) {
+    raw::check_same_device(input, bias, "conv_transpose2d");
+    EMBER_CHECK(bias.shape() == Shape({O}) && bias.dtype() == weight.dtype(), "conv_transpose2d: bias must be [", O,
+                "] ", dtype_name(weight.dtype()), ", got ", bias.shape(), " ", dtype_name(bias.dtype()));
+  }
+  Conv2dParams p;
+  p.groups = G;
+  int64_t out[2], grow[2], op[2];
+  for (int i = 0; i < 2; ++i) {
+    p.stride[i] = o.stride()[i];
+    p.padding[i] = o.padding()[i];
+    p.dilation[i] = o.dilation()[i];
+    op[i] = o.output_padding()[i];
+    EMBER_CHECK(p.stride[i] > 0 && p.dilation[i] > 0 && p.padding[i] >= 0 && op[i] >= 0,
+                "conv_transpose2d: stride and dilation must be positive, padding and output_padding non-negative");
+    EMBER_CHECK(op[i] < p.stride[i] || op[i] < p.dilation[i], "conv_transpose2d: output_padding ",
+                pair_str(o.output_padding().data()), " must be smaller than either stride ", pair_str(p.stride),
+                " or dilation ", pair_str(p.dilation), " (PyTorch's rule)");
+    const int64_t in = b.x.size(2 + i), k = weight.size(2 + i);
+    out[i] = (in - 1) * p.stride[i] - 2 * p.padding[i] + p.dilation[i] * (k - 1) + op[i] + 1;
+    // conv2d over the output gives in + ⌊output_padding / stride⌋ rows (more than `in` only when
+    // output_padding >= stride, allowed by a larger dilation): the extra input rows are zeros.
+    grow[i] = op[i] / p.stride[i];
+  }
+  EMBER_CHECK(out[0] > 0 && out[1] > 0, "conv_transpose2d: the input ", input.shape(), " with kernel [",
+              weight.size(2), ", ", weight.size(3), "], stride ", pair_str(p.stride), ", padding ", pair_str(p.padding),
+              ", dilation ", pair_str(p.dilation), " and output_padding ", pair_str(o.output_padding().data()),
+              " gives output ", pair_str(out), ": reduce the padding or grow the kernel");
+  const Tensor grown = grow[0] != 0 || grow[1] != 0 ? pad(b.x, {0, grow[1], 0, grow[0]}) : b.x;
+  const Tensor x = raw::contiguous(grown), w = raw::contiguous(weight);
+  Tensor y = raw::empty({x.size(0), O, out[0], out[1]}, x.dtype(), x.device());
+  const TensorArg ya = y.arg();
+  // conv2d's data gradient reads only the weight and the output gradient; y's descriptor gives the shape.
+  backend(x.device()).conv2d_backward(ya, w.arg(), x.arg(), &ya, nullptr, nullptr, p);
+  if (auto node = autograd::make_node<ConvTranspose2dBackward>(grown, weight)) {
+    node->p = p;
+    node->x.save(x);
+    node->w.save(w);
+    autograd::set_history(y, std::move(node));
+  }
+  if (bias.defined()) y = y + bias.reshape({1, O, 1, 1});
+  return b.finish(y);
+}
+
+Tensor conv_transpose1d(const Tensor& input, const Tensor& weight, const Tensor& bias, const ConvTranspose1dOptions& o) {
+  EMBER_CHECK(input.dim() == 2 || input.dim() == 3, "conv_transpose1d: expected input [N, C, L] or [C, L], got shape ",
+              input.shape());
+  EMBER_CHECK(weight.dim() == 3, "conv_transpose1d: weight must be [C_in, C_out/groups, K], got shape ", weight.shape());
+  ConvTranspose2dOptions o2;
+  o2.stride({1, o.stride()[0]})
+      .padding({0, o.padding()[0]})
+      .output_padding({0, o.output_padding()[0]})
+      .dilation({1, o.dilation()[0]})
+      .groups(o.groups());
+  const int64_t h_dim = input.dim() - 1;
+  try {
+    return conv_transpose2d(input.unsqueeze(h_dim), weight.unsqueeze(2), bias, o2).squeeze(h_dim);
+  } catch (const Error& e) {
+    throw Error(std::string("conv_transpose1d (as conv_transpose2d over [N, C, 1, L]): ") + e.what());
+  }
+}
+
+namespace {
+
+// The output size of max_unpool along each of the last D dims (PyTorch's _unpool_output_size).
+template <size_t D>
+std::vector<int64_t> unpool_size(const char* name, const Tensor& x, const MaxUnpoolOptions<D>& o) {
+  std::vector<int64_t> def(D), out;
+  for (size_t d = 0; d < D; ++d) {
+    const int64_t k = o.kernel_size()[d], s = o.stride()[d] == 0 ? k : o.stride()[d], p = o.padding()[d];
+    EMBER_CHECK(k > 0 && s > 0 && p >= 0, name, ": kernel_size and stride must be positive, padding non-negative");
+    def[d] = (x.size(x.dim() - D + d) - 1) * s + k - 2 * p;
+  }
+  if (!o.output_size().has_value()) return def;
+  out = *o.output_size();
+  if (out.size() == D + 2) out.erase(out.begin(), out.begin() + 2);
+  EMBER_CHECK(out.size() == D, name, ": output_size must have ", D, " or ", D + 2, " elements, got ", o.output_size()->size());
+  for (size_t d = 0; d < D; ++d) {
+    const int64_t s = o.stride()[d] == 0 ? o.kernel_size()[d] : o.stride()[d];
+    EMBER_CHECK(def[d] - s < out[d] && out[d] < def[d] + s, name, ": output_size[", d, "] = ", out[d],
+                " must be between ", def[d] - s, " and ", def[d] + s, " (exclusive; the default is ", def[d],
+                " = (in - 1)·stride + kernel - 2·padding, as PyTorch)");
+  }
+  return out;
+}
+
+// x and indices [N, C, S] (S the flattened input plane) → [N, C, out_numel] with x scattered to the indices.
+Tensor unpool_flat(const char* name, const Tensor& x, const Tensor& indices, int64_t out_numel) {
+  EMBER_CHECK(indices.dtype() == DType::i64, name, ": indices must be i64 (as max_pool's return_indices gives them), got ",
+              dtype_name(indices.dtype()));
+  EMBER_CHECK(indices.shape() == x.shape(), name, ": indices ", indices.shape(), " must have the input's shape ", x.shape());
+  raw::check_same_device(x, indices, name);
+  if (indices.numel() > 0) {
+    const int64_t lo = raw::reduce(ReduceOp::min, indices, {}, false).item<int64_t>();
+    const int64_t hi = raw::reduce(ReduceOp::max, indices, {}, false).item<int64_t>();
+    EMBER_CHECK(lo >= 0 && hi < out_numel, name, ": found an invalid max index ", lo < 0 ? lo : hi,
+                " (the output planes have ", out_numel, " elements); were the indices made with this kernel and stride?");
+  }
+  const Tensor zeros_out = zeros({x.size(0), x.size(1), out_numel}, {.dtype = x.dtype(), .device = x.device()});
+  return scatter(zeros_out, 2, indices, x);
 }
 
 }  // namespace
+
+Tensor max_unpool2d(const Tensor& input, const Tensor& indices, const MaxUnpool2dOptions& o) {
+  const Batched b(input, "max_unpool2d");
+  EMBER_CHECK(is_floating(input.dtype()), "max_unpool2d: needs a floating input, got ", dtype_name(input.dtype()));
+  const std::vector<int64_t> out = unpool_size("max_unpool2d", b.x, o);
+  const Tensor idx = indices.dim() == 3 && b.added ? indices.unsqueeze(0) : indices;
+  EMBER_CHECK(idx.shape() == b.x.shape(), "max_unpool2d: indices ", indices.shape(), " must have the input's shape ",
+              input.shape());
+  const int64_t N = b.x.size(0), C = b.x.size(1);
+  const Tensor y = unpool_flat("max_unpool2d", b.x.reshape({N, C, -1}), idx.reshape({N, C, -1}), out[0] * out[1]);
+  return b.finish(y.reshape({N, C, out[0], out[1]}));
+}
+
+Tensor max_unpool1d(const Tensor& input, const Tensor& indices, const MaxUnpool1dOptions& o) {
+  EMBER_CHECK(input.dim() == 2 || input.dim() == 3, "max_unpool1d: expected input [N, C, L] or [C, L], got shape ",
+              input.shape());
+  EMBER_CHECK(is_floating(input.dtype()), "max_unpool1d: needs a floating input, got ", dtype_name(input.dtype()));
+  const std::vector<int64_t> out = unpool_size("max_unpool1d", input, o);
+  const Tensor x = input.dim() == 2 ? input.unsqueeze(0) : input;
+  const Tensor idx = input.dim() == 2 && indices.dim() == 2 ? indices.unsqueeze(0) : indices;
+  EMBER_CHECK(idx.shape() == x.shape(), "max_unpool1d: indices ", indices.shape(), " must have the input's shape ",
+              input.shape());
+  const Tensor y = unpool_flat("max_unpool1d", x, idx, out[0]);
+  return input.dim() == 2 ? y.squeeze(0) : y;
+}
+
+Tensor max_pool1d(const Tensor& x, const Pool1dOptions& options) {
+  return pool1d(PoolOp::max, x, options, "max_pool1d").first;
+}
+Tensor avg_pool1d(const Tensor& x, const Pool1dOptions& options) {
+  return pool1d(PoolOp::avg, x, options, "avg_pool1d").first;
+}
+std::tuple<Tensor, Tensor> max_pool1d_with_indices(const Tensor& x, const Pool1dOptions& options) {
+  auto [y, idx] = pool1d(PoolOp::max, x, options, "max_pool1d");
+  return {y, idx};
+}
+std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, const Pool2dOptions& options) {
+  auto [y, idx] = pool2d(PoolOp::max, x, options, "max_pool2d");
+  return {y, idx};
+}
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dOptions& o) {
   const Batched b(input, "conv2d");
@@ -166,6 +457,7 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, con
   }
   Conv2dParams p;
   p.groups = G;
+  int64_t extra[2] = {0, 0};  // padding="same" with an odd total: one more row/column on the bottom/right
   for (int i = 0; i < 2; ++i) {
     p.stride[i] = o.stride()[i];
     p.padding[i] = o.padding()[i];
@@ -173,7 +465,18 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, con
     EMBER_CHECK(p.stride[i] > 0 && p.dilation[i] > 0 && p.padding[i] >= 0,
                 "conv2d: stride and dilation must be positive and padding non-negative");
   }
-  const Tensor x = raw::contiguous(b.x), w = raw::contiguous(weight);
+  if (o.padding().is_same()) {
+    EMBER_CHECK(p.stride[0] == 1 && p.stride[1] == 1, "conv2d: padding='same' is not supported for strided convolutions",
+                " (stride ", pair_str(p.stride), "), as in PyTorch; give the padding as numbers instead");
+    for (int i = 0; i < 2; ++i) {
+      const int64_t total = p.dilation[i] * (weight.size(2 + i) - 1);
+      p.padding[i] = total / 2;
+      extra[i] = total - 2 * p.padding[i];
+    }
+  }
+  // PyTorch's _convolution_mode: pad the odd extra explicitly, then convolve with the symmetric part.
+  const Tensor padded = extra[0] != 0 || extra[1] != 0 ? pad(b.x, {0, extra[1], 0, extra[0]}) : b.x;
+  const Tensor x = raw::contiguous(padded), w = raw::contiguous(weight);
   const int64_t OH = out_size(x.size(2), p.padding[0], p.dilation[0], w.size(2), p.stride[0]);
   const int64_t OW = out_size(x.size(3), p.padding[1], p.dilation[1], w.size(3), p.stride[1]);
   const int64_t kernel[2] = {w.size(2), w.size(3)};
@@ -182,8 +485,8 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, con
   const Tensor bc = bias.defined() ? raw::contiguous(bias) : Tensor();
   const TensorArg ba = bc.defined() ? bc.arg() : TensorArg{};
   backend(x.device()).conv2d_forward(x.arg(), w.arg(), bc.defined() ? &ba : nullptr, y.arg(), p);
-  auto node = bias.defined() ? autograd::make_node<Conv2dBackward>(b.x, weight, bias)
-                             : autograd::make_node<Conv2dBackward>(b.x, weight);
+  auto node = bias.defined() ? autograd::make_node<Conv2dBackward>(padded, weight, bias)
+                             : autograd::make_node<Conv2dBackward>(padded, weight);
   if (node) {
     node->p = p;
     node->has_bias = bias.defined();
@@ -202,6 +505,8 @@ Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, con
   EMBER_CHECK(weight.dim() == 3, "conv1d: weight must be [O, C/groups, K], got shape ", weight.shape());
   Conv2dOptions o2;
   o2.stride({1, o.stride()[0]}).padding({0, o.padding()[0]}).dilation({1, o.dilation()[0]}).groups(o.groups());
+  if (o.padding().is_same()) o2.padding(nn::kSame);  // the unit height needs none either way
+  if (o.padding().is_valid()) o2.padding(nn::kValid);
   const int64_t h_dim = input.dim() - 1;  // [N, C, 1, L] or [C, 1, L]
   try {
     return conv2d(input.unsqueeze(h_dim), weight.unsqueeze(2), bias, o2).squeeze(h_dim);
@@ -211,8 +516,8 @@ Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, con
   }
 }
 
-Tensor max_pool2d(const Tensor& x, const Pool2dOptions& options) { return pool2d(PoolOp::max, x, options); }
-Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& options) { return pool2d(PoolOp::avg, x, options); }
+Tensor max_pool2d(const Tensor& x, const Pool2dOptions& options) { return pool2d(PoolOp::max, x, options, "max_pool2d").first; }
+Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& options) { return pool2d(PoolOp::avg, x, options, "avg_pool2d").first; }
 
 namespace {
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <sstream>
+#include <vector>
 
 #include "core/raw.h"
 #include "nn/init.h"
@@ -51,48 +52,188 @@ void check_conv(const char* layer, int64_t in, int64_t out, int64_t groups, cons
               ") must be positive multiples of groups (", groups, ")");
   for (size_t i = 0; i < dims; ++i) EMBER_CHECK(kernel[i] > 0, layer, ": kernel_size must be positive");
 }
+
+// PyTorch's check at construction: padding='same' needs stride 1.
+template <size_t D>
+void check_same(const char* layer, const ConvOptions<D>& o) {
+  if (!o.padding().is_same()) return;
+  for (size_t i = 0; i < D; ++i)
+    EMBER_CHECK(o.stride()[i] == 1, layer, ": padding='same' is not supported for strided convolutions (stride ",
+                o.stride()[i], "), as in PyTorch; give the padding as numbers instead");
+}
+
+functional::PadMode pad_mode(PaddingMode m) {
+  switch (m) {
+    case PaddingMode::reflect: return functional::PadMode::reflect;
+    case PaddingMode::replicate: return functional::PadMode::replicate;
+    case PaddingMode::circular: return functional::PadMode::circular;
+    case PaddingMode::zeros: break;
+  }
+  return functional::PadMode::constant;
+}
+
+const char* padding_mode_name(PaddingMode m) {
+  switch (m) {
+    case PaddingMode::zeros: return "zeros";
+    case PaddingMode::reflect: return "reflect";
+    case PaddingMode::replicate: return "replicate";
+    case PaddingMode::circular: return "circular";
+  }
+  return "?";
+}
+
+// A Conv module with padding_mode other than zeros, as PyTorch's _conv_forward: F::pad by
+// _reversed_padding_repeated_twice (same: total dilation·(K-1), the left half ⌊total/2⌋), then an unpadded
+// convolution. Unbatched inputs are padded as a batch of one.
+template <size_t D, typename Conv>
+Tensor padded_conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvOptions<D>& o, Conv conv) {
+  std::vector<int64_t> pads;
+  for (size_t r = 0; r < D; ++r) {
+    const size_t d = D - 1 - r;
+    int64_t left = o.padding()[d], right = o.padding()[d];
+    if (o.padding().is_same()) {
+      const int64_t total = o.dilation()[d] * (weight.size(static_cast<int64_t>(2 + d)) - 1);
+      left = total / 2;
+      right = total - left;
+    }
+    pads.push_back(left);
+    pads.push_back(right);
+  }
+  const bool unbatched = x.dim() == static_cast<int64_t>(D) + 1;
+  const Tensor xb = unbatched ? x.unsqueeze(0) : x;
+  ConvOptions<D> unpadded = o;
+  unpadded.padding(0);
+  const Tensor y = conv(functional::pad(xb, pads, pad_mode(o.padding_mode())), weight, bias, unpadded);
+  return unbatched ? y.squeeze(0) : y;
+}
+
+template <size_t D>
+std::string padding_str(const ConvPadding<D>& p) {
+  if (p.is_same()) return "'same'";
+  if (p.is_valid()) return "'valid'";
+  if (D == 1) return std::to_string(p[0]);
+  return pair_str(p.data());
+}
+
+// The output_padding that gives output_size (PyTorch's _ConvTransposeNd._output_padding).
+template <size_t D>
+ConvTransposeOptions<D> with_output_size(const char* layer, const Tensor& x, const Tensor& weight,
+                                         const ConvTransposeOptions<D>& o, std::vector<int64_t> size) {
+  const int64_t non_spatial = x.dim() == static_cast<int64_t>(D) + 2 ? 2 : 1;
+  if (static_cast<int64_t>(size.size()) == non_spatial + static_cast<int64_t>(D)) size.erase(size.begin(), size.begin() + non_spatial);
+  EMBER_CHECK(size.size() == D, layer, ": for ", x.dim(), "D input, output_size must have ", D, " or ",
+              non_spatial + static_cast<int64_t>(D), " elements (got ", size.size(), ")");
+  ConvTransposeOptions<D> out = o;
+  for (size_t d = 0; d < D; ++d) {
+    const int64_t in = x.size(x.dim() - static_cast<int64_t>(D) + static_cast<int64_t>(d));
+    const int64_t lo = (in - 1) * o.stride()[d] - 2 * o.padding()[d] + o.dilation()[d] * (weight.size(2 + d) - 1) + 1;
+    const int64_t hi = lo + o.stride()[d] - 1;
+    EMBER_CHECK(size[d] >= lo && size[d] <= hi, layer, ": requested an output size of ", size[d], " for spatial dim ", d,
+                ", but valid sizes range from ", lo, " to ", hi, " (for an input of ", in, ")");
+    out.output_padding()[d] = size[d] - lo;
+  }
+  return out;
+}
+
+template <size_t D>
+std::string conv_transpose_describe(const char* name, const ConvTransposeOptions<D>& o) {
+  const auto str = [](const ExpandingArray<D>& a) { return D == 1 ? std::to_string(a[0]) : pair_str(a.data()); };
+  std::ostringstream s;
+  s << name << "(" << o.in_channels() << ", " << o.out_channels() << ", kernel=" << str(o.kernel_size())
+    << ", stride=" << str(o.stride()) << ", padding=" << str(o.padding());
+  if (o.output_padding() != ExpandingArray<D>(0)) s << ", output_padding=" << str(o.output_padding());
+  if (o.dilation() != ExpandingArray<D>(1)) s << ", dilation=" << str(o.dilation());
+  if (o.groups() != 1) s << ", groups=" << o.groups();
+  if (!o.bias()) s << ", bias=false";
+  return s.str() + ")";
+}
 }  // namespace
 
 Conv2d::Conv2d(const Conv2dOptions& o, Generator* gen) : options(o) {
   const auto& k = o.kernel_size();
   check_conv("Conv2d", o.in_channels(), o.out_channels(), o.groups(), k.data(), 2);
+  check_same("Conv2d", o);
   weight = register_parameter("weight", empty({o.out_channels(), o.in_channels() / o.groups(), k[0], k[1]}));
   if (o.bias()) bias = register_parameter("bias", empty({o.out_channels()}));
   default_init(weight, o.bias() ? &bias : nullptr, gen);
 }
 
-Tensor Conv2d::forward(const Tensor& x) { return functional::conv2d(x, weight, bias, options); }
+Tensor Conv2d::forward(const Tensor& x) {
+  if (options.padding_mode() == PaddingMode::zeros) return functional::conv2d(x, weight, bias, options);
+  return padded_conv<2>(x, weight, bias, options, [](const Tensor& a, const Tensor& w, const Tensor& b, const Conv2dOptions& o) {
+    return functional::conv2d(a, w, b, o);
+  });
+}
 
 std::string Conv2d::describe() const {
   const auto& o = options;
   std::ostringstream s;
   s << "Conv2d(" << o.in_channels() << ", " << o.out_channels() << ", kernel=" << pair_str(o.kernel_size().data())
-    << ", stride=" << pair_str(o.stride().data()) << ", padding=" << pair_str(o.padding().data());
+    << ", stride=" << pair_str(o.stride().data()) << ", padding=" << padding_str(o.padding());
   if (o.dilation() != ExpandingArray<2>(1)) s << ", dilation=" << pair_str(o.dilation().data());
   if (o.groups() != 1) s << ", groups=" << o.groups();
   if (!o.bias()) s << ", bias=false";
+  if (o.padding_mode() != PaddingMode::zeros) s << ", padding_mode=" << padding_mode_name(o.padding_mode());
   return s.str() + ")";
 }
 
 Conv1d::Conv1d(const Conv1dOptions& o, Generator* gen) : options(o) {
   check_conv("Conv1d", o.in_channels(), o.out_channels(), o.groups(), o.kernel_size().data(), 1);
+  check_same("Conv1d", o);
   weight = register_parameter("weight", empty({o.out_channels(), o.in_channels() / o.groups(), o.kernel_size()[0]}));
   if (o.bias()) bias = register_parameter("bias", empty({o.out_channels()}));
   default_init(weight, o.bias() ? &bias : nullptr, gen);  // fan_in = C/groups · K, as PyTorch's
 }
 
-Tensor Conv1d::forward(const Tensor& x) { return functional::conv1d(x, weight, bias, options); }
+Tensor Conv1d::forward(const Tensor& x) {
+  if (options.padding_mode() == PaddingMode::zeros) return functional::conv1d(x, weight, bias, options);
+  return padded_conv<1>(x, weight, bias, options, [](const Tensor& a, const Tensor& w, const Tensor& b, const Conv1dOptions& o) {
+    return functional::conv1d(a, w, b, o);
+  });
+}
 
 std::string Conv1d::describe() const {
   const auto& o = options;
   std::ostringstream s;
   s << "Conv1d(" << o.in_channels() << ", " << o.out_channels() << ", kernel=" << o.kernel_size()[0]
-    << ", stride=" << o.stride()[0] << ", padding=" << o.padding()[0];
+    << ", stride=" << o.stride()[0] << ", padding=" << padding_str(o.padding());
   if (o.dilation()[0] != 1) s << ", dilation=" << o.dilation()[0];
   if (o.groups() != 1) s << ", groups=" << o.groups();
   if (!o.bias()) s << ", bias=false";
+  if (o.padding_mode() != PaddingMode::zeros) s << ", padding_mode=" << padding_mode_name(o.padding_mode());
   return s.str() + ")";
 }
+
+ConvTranspose2d::ConvTranspose2d(const ConvTranspose2dOptions& o, Generator* gen) : options(o) {
+  const auto& k = o.kernel_size();
+  check_conv("ConvTranspose2d", o.in_channels(), o.out_channels(), o.groups(), k.data(), 2);
+  weight = register_parameter("weight", empty({o.in_channels(), o.out_channels() / o.groups(), k[0], k[1]}));
+  if (o.bias()) bias = register_parameter("bias", empty({o.out_channels()}));
+  default_init(weight, o.bias() ? &bias : nullptr, gen);  // fan_in = C_out/groups · KH · KW, as PyTorch's
+}
+
+Tensor ConvTranspose2d::forward(const Tensor& x) { return functional::conv_transpose2d(x, weight, bias, options); }
+
+Tensor ConvTranspose2d::forward(const Tensor& x, const std::vector<int64_t>& output_size) {
+  return functional::conv_transpose2d(x, weight, bias, with_output_size("ConvTranspose2d", x, weight, options, output_size));
+}
+
+std::string ConvTranspose2d::describe() const { return conv_transpose_describe("ConvTranspose2d", options); }
+
+ConvTranspose1d::ConvTranspose1d(const ConvTranspose1dOptions& o, Generator* gen) : options(o) {
+  check_conv("ConvTranspose1d", o.in_channels(), o.out_channels(), o.groups(), o.kernel_size().data(), 1);
+  weight = register_parameter("weight", empty({o.in_channels(), o.out_channels() / o.groups(), o.kernel_size()[0]}));
+  if (o.bias()) bias = register_parameter("bias", empty({o.out_channels()}));
+  default_init(weight, o.bias() ? &bias : nullptr, gen);
+}
+
+Tensor ConvTranspose1d::forward(const Tensor& x) { return functional::conv_transpose1d(x, weight, bias, options); }
+
+Tensor ConvTranspose1d::forward(const Tensor& x, const std::vector<int64_t>& output_size) {
+  return functional::conv_transpose1d(x, weight, bias, with_output_size("ConvTranspose1d", x, weight, options, output_size));
+}
+
+std::string ConvTranspose1d::describe() const { return conv_transpose_describe("ConvTranspose1d", options); }
 
 namespace {
 std::string pool_describe(const char* name, const Pool2dOptions& o) {
@@ -105,6 +246,40 @@ std::string pool_describe(const char* name, const Pool2dOptions& o) {
 
 std::string MaxPool2d::describe() const { return pool_describe("MaxPool2d", options); }
 std::string AvgPool2d::describe() const { return pool_describe("AvgPool2d", options); }
+
+namespace {
+std::string pool1d_describe(const char* name, const Pool1dOptions& o) {
+  const int64_t k = o.kernel_size()[0], stride = o.stride()[0] == 0 ? k : o.stride()[0];
+  std::string s = std::string(name) + "(kernel=" + std::to_string(k) + ", stride=" + std::to_string(stride) +
+                  ", padding=" + std::to_string(o.padding()[0]);
+  if (o.dilation()[0] != 1) s += ", dilation=" + std::to_string(o.dilation()[0]);
+  return s + (o.ceil_mode() ? ", ceil_mode=true" : "") + ")";
+}
+}  // namespace
+
+std::string MaxPool1d::describe() const { return pool1d_describe("MaxPool1d", options); }
+std::string AvgPool1d::describe() const { return pool1d_describe("AvgPool1d", options); }
+
+std::string Upsample::describe() const {
+  static const char* const kModes[] = {"nearest", "nearest-exact", "linear", "bilinear", "trilinear", "area"};
+  std::ostringstream s;
+  s << "Upsample(";
+  const auto list = [&](const auto& v) {
+    s << (v.size() == 1 ? "" : "[");
+    for (size_t i = 0; i < v.size(); ++i) s << (i ? ", " : "") << v[i];
+    s << (v.size() == 1 ? "" : "]");
+  };
+  if (options.size().has_value()) {
+    s << "size=";
+    list(*options.size());
+  } else if (options.scale_factor().has_value()) {
+    s << "scale_factor=";
+    list(*options.scale_factor());
+  }
+  s << ", mode=" << kModes[static_cast<int>(options.mode())];
+  if (options.align_corners().has_value()) s << ", align_corners=" << (*options.align_corners() ? "true" : "false");
+  return s.str() + ")";
+}
 
 BatchNorm::BatchNorm(int64_t n, int spatial_dims, double eps, double momentum, bool affine)
     : num_features(n), eps(eps), momentum(momentum), spatial_dims_(spatial_dims) {

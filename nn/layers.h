@@ -4,6 +4,7 @@
 #include <initializer_list>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -25,7 +26,9 @@ class Linear : public Module {
 };
 
 // x [N, C_in, H, W] (or [C_in, H, W]) → [N, C_out, OH, OW]; weight [C_out, C_in/groups, KH, KW] and bias
-// [C_out] ~ U(-1/√fan_in, 1/√fan_in) (PyTorch's init). Options: nn/options.h.
+// [C_out] ~ U(-1/√fan_in, 1/√fan_in) (PyTorch's init). Options: nn/options.h. padding may be nn::kSame /
+// "same" (stride 1) or nn::kValid; padding_mode reflect / replicate / circular pads with F::pad first, as
+// PyTorch's Conv2d (same + an even kernel: the odd extra on the right/bottom there too).
 //   nn::Conv2d(nn::Conv2dOptions(1, 32, 3).stride(1).padding(1));   nn::Conv2d(1, 32, 3);
 //   nn::Conv2d({.in_channels = 1, .out_channels = 32, .kernel_size = 3, .padding = 1});
 class Conv2d : public Module {
@@ -59,6 +62,42 @@ class Conv1d : public Module {
   Conv1dOptions options;
 };
 
+// Transposed convolutions (PyTorch's ConvTranspose1d/2d): x [N, C_in, *] (or unbatched) → [N, C_out, *] with
+// the output size (in - 1)·stride - 2·padding + dilation·(K - 1) + output_padding + 1; weight
+// [C_in, C_out/groups, K...] and bias [C_out] ~ U(-1/√fan_in, 1/√fan_in), fan_in = C_out/groups · ΠK (PyTorch's
+// init on this weight layout). forward(x, output_size) picks the output_padding that gives output_size
+// (its last 1 or 2 values; it must lie within stride - 1 of the smallest size), as PyTorch's forward.
+class ConvTranspose2d : public Module {
+ public:
+  explicit ConvTranspose2d(const ConvTranspose2dOptions& options, Generator* gen = nullptr);
+  explicit ConvTranspose2d(const ConvTranspose2dOptions::Fields& options, Generator* gen = nullptr)
+      : ConvTranspose2d(ConvTranspose2dOptions(options), gen) {}
+  // cppcheck-suppress passedByValue ; two integers, cheaper by value
+  ConvTranspose2d(int64_t in_channels, int64_t out_channels, ExpandingArray<2> kernel_size, Generator* gen = nullptr)
+      : ConvTranspose2d(ConvTranspose2dOptions(in_channels, out_channels, kernel_size), gen) {}
+  Tensor forward(const Tensor& x) override;
+  Tensor forward(const Tensor& x, const std::vector<int64_t>& output_size);
+  std::string type_name() const override { return "ConvTranspose2d"; }
+  std::string describe() const override;
+  Tensor weight, bias;
+  ConvTranspose2dOptions options;
+};
+
+class ConvTranspose1d : public Module {
+ public:
+  explicit ConvTranspose1d(const ConvTranspose1dOptions& options, Generator* gen = nullptr);
+  explicit ConvTranspose1d(const ConvTranspose1dOptions::Fields& options, Generator* gen = nullptr)
+      : ConvTranspose1d(ConvTranspose1dOptions(options), gen) {}
+  ConvTranspose1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, Generator* gen = nullptr)
+      : ConvTranspose1d(ConvTranspose1dOptions(in_channels, out_channels, kernel_size), gen) {}
+  Tensor forward(const Tensor& x) override;
+  Tensor forward(const Tensor& x, const std::vector<int64_t>& output_size);
+  std::string type_name() const override { return "ConvTranspose1d"; }
+  std::string describe() const override;
+  Tensor weight, bias;
+  ConvTranspose1dOptions options;
+};
+
 // nn::MaxPool2d(2), nn::MaxPool2d(nn::MaxPool2dOptions(3).stride(2).ceil_mode(true)),
 // nn::MaxPool2d({.kernel_size = 3, .stride = 2}).
 class MaxPool2d : public Module {
@@ -66,6 +105,10 @@ class MaxPool2d : public Module {
   explicit MaxPool2d(const MaxPool2dOptions& options) : options(options) {}
   explicit MaxPool2d(const MaxPool2dOptions::Fields& options) : options(options) {}
   Tensor forward(const Tensor& x) override { return functional::max_pool2d(x, options); }
+  // PyTorch's return_indices=True: (output, indices) for MaxUnpool2d.
+  std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& x) {
+    return functional::max_pool2d_with_indices(x, options);
+  }
   std::string type_name() const override { return "MaxPool2d"; }
   std::string describe() const override;
   MaxPool2dOptions options;
@@ -79,6 +122,90 @@ class AvgPool2d : public Module {
   std::string type_name() const override { return "AvgPool2d"; }
   std::string describe() const override;
   AvgPool2dOptions options;
+};
+
+// The 1-D pools of [N, C, L] (or [C, L]): nn::MaxPool1d(3), nn::AvgPool1d(nn::AvgPool1dOptions(3).stride(2)).
+class MaxPool1d : public Module {
+ public:
+  explicit MaxPool1d(const MaxPool1dOptions& options) : options(options) {}
+  explicit MaxPool1d(const MaxPool1dOptions::Fields& options) : options(options) {}
+  Tensor forward(const Tensor& x) override { return functional::max_pool1d(x, options); }
+  // PyTorch's return_indices=True: (output, indices) for MaxUnpool1d.
+  std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& x) {
+    return functional::max_pool1d_with_indices(x, options);
+  }
+  std::string type_name() const override { return "MaxPool1d"; }
+  std::string describe() const override;
+  MaxPool1dOptions options;
+};
+
+class AvgPool1d : public Module {
+ public:
+  explicit AvgPool1d(const AvgPool1dOptions& options) : options(options) {}
+  explicit AvgPool1d(const AvgPool1dOptions::Fields& options) : options(options) {}
+  Tensor forward(const Tensor& x) override { return functional::avg_pool1d(x, options); }
+  std::string type_name() const override { return "AvgPool1d"; }
+  std::string describe() const override;
+  AvgPool1dOptions options;
+};
+
+// The inverse of a max pooling: forward(x, indices) with the pooling's indices (MaxPool2d's
+// forward_with_indices), optionally to output_size (the options', or one given to forward, as PyTorch).
+class MaxUnpool2d : public Module {
+ public:
+  explicit MaxUnpool2d(const MaxUnpool2dOptions& options) : options(options) {}
+  explicit MaxUnpool2d(const MaxUnpool2dOptions::Fields& options) : options(options) {}
+  Tensor forward(const Tensor& x, const Tensor& indices) { return functional::max_unpool2d(x, indices, options); }
+  Tensor forward(const Tensor& x, const Tensor& indices, const std::vector<int64_t>& output_size) {
+    return functional::max_unpool2d(x, indices, MaxUnpool2dOptions(options).output_size(output_size));
+  }
+  std::string type_name() const override { return "MaxUnpool2d"; }
+  MaxUnpool2dOptions options;
+};
+
+class MaxUnpool1d : public Module {
+ public:
+  explicit MaxUnpool1d(const MaxUnpool1dOptions& options) : options(options) {}
+  explicit MaxUnpool1d(const MaxUnpool1dOptions::Fields& options) : options(options) {}
+  Tensor forward(const Tensor& x, const Tensor& indices) { return functional::max_unpool1d(x, indices, options); }
+  Tensor forward(const Tensor& x, const Tensor& indices, const std::vector<int64_t>& output_size) {
+    return functional::max_unpool1d(x, indices, MaxUnpool1dOptions(options).output_size(output_size));
+  }
+  std::string type_name() const override { return "MaxUnpool1d"; }
+  MaxUnpool1dOptions options;
+};
+
+// F::interpolate as a layer (PyTorch's nn.Upsample): nn::Upsample(nn::UpsampleOptions().scale_factor({2.0})
+// .mode(nn::InterpolateMode::bilinear).align_corners(false)).
+class Upsample : public Module {
+ public:
+  explicit Upsample(const UpsampleOptions& options) : options(options) {}
+  explicit Upsample(const UpsampleOptions::Fields& options) : options(options) {}
+  Tensor forward(const Tensor& x) override { return functional::interpolate(x, options); }
+  std::string type_name() const override { return "Upsample"; }
+  std::string describe() const override;
+  UpsampleOptions options;
+};
+
+// [*, C·r², H, W] → [*, C, H·r, W·r] and back (F::pixel_shuffle / pixel_unshuffle).
+class PixelShuffle : public Module {
+ public:
+  explicit PixelShuffle(int64_t upscale_factor) : upscale_factor(upscale_factor) {}
+  Tensor forward(const Tensor& x) override { return functional::pixel_shuffle(x, upscale_factor); }
+  std::string type_name() const override { return "PixelShuffle"; }
+  std::string describe() const override { return "PixelShuffle(upscale_factor=" + std::to_string(upscale_factor) + ")"; }
+  int64_t upscale_factor;
+};
+
+class PixelUnshuffle : public Module {
+ public:
+  explicit PixelUnshuffle(int64_t downscale_factor) : downscale_factor(downscale_factor) {}
+  Tensor forward(const Tensor& x) override { return functional::pixel_unshuffle(x, downscale_factor); }
+  std::string type_name() const override { return "PixelUnshuffle"; }
+  std::string describe() const override {
+    return "PixelUnshuffle(downscale_factor=" + std::to_string(downscale_factor) + ")";
+  }
+  int64_t downscale_factor;
 };
 
 // Adaptive pooling to output_size (one size: out×out, as PyTorch's AdaptiveAvgPool2d(7)) from any H, W.

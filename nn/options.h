@@ -16,6 +16,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
+#include <string_view>
+#include <vector>
 
 #include "base/error.h"
 
@@ -50,15 +53,51 @@ struct ExpandingArray {
   Type& name() { return Fields::name; }
 
 // The fields (aggregates, for designated initialisers); use them through the options classes below.
+// PyTorch's string paddings of a convolution, as LibTorch's torch::kSame / torch::kValid: nn::kSame pads so
+// that the output has the input's size (stride 1 only; the odd extra of an even dilated kernel goes to the
+// right/bottom, as PyTorch), nn::kValid is no padding.
+struct SamePadding {};
+struct ValidPadding {};
+inline constexpr SamePadding kSame{};
+inline constexpr ValidPadding kValid{};
+
+// A convolution's padding: D ints (one for all dims, or one per dim: both sides alike), kSame / kValid, or
+// the strings "same" / "valid" (PyTorch's padding='same').
+template <size_t D>
+struct ConvPadding : ExpandingArray<D> {
+  enum class Kind : uint8_t { values, same, valid };
+  Kind kind = Kind::values;
+  template <std::integral I>
+  ConvPadding(I v) : ExpandingArray<D>(static_cast<int64_t>(v)) {}                // NOLINT: implicit
+  ConvPadding(std::initializer_list<int64_t> list) : ExpandingArray<D>(list) {}     // NOLINT: {1, 2}
+  ConvPadding(const ExpandingArray<D>& values) : ExpandingArray<D>(values) {}       // NOLINT: implicit
+  ConvPadding(SamePadding) : ExpandingArray<D>(0), kind(Kind::same) {}              // NOLINT: nn::kSame
+  ConvPadding(ValidPadding) : ExpandingArray<D>(0), kind(Kind::valid) {}            // NOLINT: nn::kValid
+  ConvPadding(const char* mode) : ExpandingArray<D>(0) {                           // NOLINT: "same"
+    const std::string_view m = mode != nullptr ? mode : "";
+    EMBER_CHECK(m == "same" || m == "valid", "conv padding: expected \"same\", \"valid\" or integers, got \"", m,
+                "\"");
+    kind = m == "same" ? Kind::same : Kind::valid;
+  }
+  bool is_same() const { return kind == Kind::same; }
+  bool is_valid() const { return kind == Kind::valid; }
+  bool operator==(const ConvPadding&) const = default;
+};
+
+// How a Conv Module pads its input (PyTorch's padding_mode): zeros is the convolution's own zero padding;
+// the others pad with F::pad's reflect / replicate / circular modes first, then convolve unpadded.
+enum class PaddingMode : uint8_t { zeros, reflect, replicate, circular };
+
 template <size_t D>
 struct ConvFields {
   int64_t in_channels = 0, out_channels = 0;  // the Module's; nn::functional reads them from the weight
   ExpandingArray<D> kernel_size = 3;          // the Module's; nn::functional reads it from the weight
   ExpandingArray<D> stride = 1;
-  ExpandingArray<D> padding = 0;
+  ConvPadding<D> padding = 0;                 // ints, nn::kSame / "same", nn::kValid / "valid"
   ExpandingArray<D> dilation = 1;
   int64_t groups = 1;
   bool bias = true;  // the Module's
+  PaddingMode padding_mode = PaddingMode::zeros;  // the Module's (F::conv2d pads with zeros; use F::pad)
 };
 
 // Conv{1,2}dOptions(in_channels, out_channels, kernel_size), then .stride() .padding() .dilation() .groups()
@@ -79,41 +118,156 @@ class ConvOptions : public ConvFields<D> {
   EMBER_OPTION(int64_t, out_channels)
   EMBER_OPTION(ExpandingArray<D>, kernel_size)
   EMBER_OPTION(ExpandingArray<D>, stride)
-  EMBER_OPTION(ExpandingArray<D>, padding)
+  EMBER_OPTION(ConvPadding<D>, padding)
   EMBER_OPTION(ExpandingArray<D>, dilation)
   EMBER_OPTION(int64_t, groups)
   EMBER_OPTION(bool, bias)
+  EMBER_OPTION(PaddingMode, padding_mode)
 };
 using Conv1dOptions = ConvOptions<1>;
 using Conv2dOptions = ConvOptions<2>;
+using Conv1dFuncOptions = Conv1dOptions;  // LibTorch's names for F::conv1d/conv2d's options
+using Conv2dFuncOptions = Conv2dOptions;
 
-struct Pool2dFields {
-  ExpandingArray<2> kernel_size = 2;
-  ExpandingArray<2> stride = 0;  // 0: the kernel size (PyTorch's default)
-  ExpandingArray<2> padding = 0;
+// The transposed convolutions (ConvTranspose{1,2}d, F::conv_transpose{1,2}d), LibTorch's field order:
+// weight [in_channels, out_channels/groups, K...]; the output size along each dim is
+// (in - 1)·stride - 2·padding + dilation·(kernel - 1) + output_padding + 1, output_padding < stride or
+// dilation (it picks one of the input sizes a strided conv2d maps to the same output size).
+template <size_t D>
+struct ConvTransposeFields {
+  int64_t in_channels = 0, out_channels = 0;  // the Module's
+  ExpandingArray<D> kernel_size = 3;          // the Module's
+  ExpandingArray<D> stride = 1;
+  ExpandingArray<D> padding = 0;
+  ExpandingArray<D> output_padding = 0;
+  int64_t groups = 1;
+  bool bias = true;  // the Module's
+  ExpandingArray<D> dilation = 1;
+};
+
+template <size_t D>
+class ConvTransposeOptions : public ConvTransposeFields<D> {
+ public:
+  using Fields = ConvTransposeFields<D>;
+  ConvTransposeOptions() = default;
+  template <std::same_as<Fields> F>
+  ConvTransposeOptions(const F& fields) : Fields(fields) {}  // NOLINT: implicit, as ConvOptions
+  ConvTransposeOptions(int64_t in_channels, int64_t out_channels, ExpandingArray<D> kernel_size)
+      : Fields{in_channels, out_channels, kernel_size} {}
+  EMBER_OPTION(int64_t, in_channels)
+  EMBER_OPTION(int64_t, out_channels)
+  EMBER_OPTION(ExpandingArray<D>, kernel_size)
+  EMBER_OPTION(ExpandingArray<D>, stride)
+  EMBER_OPTION(ExpandingArray<D>, padding)
+  EMBER_OPTION(ExpandingArray<D>, output_padding)
+  EMBER_OPTION(int64_t, groups)
+  EMBER_OPTION(bool, bias)
+  EMBER_OPTION(ExpandingArray<D>, dilation)
+};
+using ConvTranspose1dOptions = ConvTransposeOptions<1>;
+using ConvTranspose2dOptions = ConvTransposeOptions<2>;
+using ConvTranspose1dFuncOptions = ConvTranspose1dOptions;  // LibTorch's names
+using ConvTranspose2dFuncOptions = ConvTranspose2dOptions;
+
+template <size_t D>
+struct PoolFields {
+  ExpandingArray<D> kernel_size = 2;
+  ExpandingArray<D> stride = 0;  // 0: the kernel size (PyTorch's default)
+  ExpandingArray<D> padding = 0;
   bool ceil_mode = false;          // ⌈⌉ instead of ⌊⌋ in OH, OW (PyTorch's ceil_mode)
   bool count_include_pad = true;   // avg only: padded zeros count in the divisor
+  ExpandingArray<D> dilation = 1;  // max only: the spacing of a window's elements
+  std::optional<int64_t> divisor_override{};  // avg_pool2d only: divide every window's sum by this instead
 };
+using Pool2dFields = PoolFields<2>;
 
-// Pool2dOptions(kernel_size), then .stride() .padding() .ceil_mode() .count_include_pad(); an int converts
-// (max_pool2d(x, 2), nn::MaxPool2d(2)).
-class Pool2dOptions : public Pool2dFields {
+// Pool2dOptions(kernel_size), then .stride() .padding() .ceil_mode() .count_include_pad() .dilation()
+// .divisor_override(); an int converts (max_pool2d(x, 2), nn::MaxPool2d(2)). Pool1dOptions likewise, for
+// max_pool1d / avg_pool1d.
+template <size_t D>
+class PoolOptions : public PoolFields<D> {
  public:
-  using Fields = Pool2dFields;
-  Pool2dOptions() = default;
+  using Fields = PoolFields<D>;
+  PoolOptions() = default;
   template <std::same_as<Fields> F>
-  Pool2dOptions(const F& fields) : Fields(fields) {}                         // NOLINT: as ConvOptions
+  PoolOptions(const F& fields) : Fields(fields) {}                         // NOLINT: as ConvOptions
   // cppcheck-suppress passedByValue ; two integers, cheaper by value
-  Pool2dOptions(ExpandingArray<2> kernel_size) : Fields{kernel_size} {}     // NOLINT: {2, 3}
-  Pool2dOptions(int64_t kernel_size) : Fields{kernel_size} {}               // NOLINT: max_pool2d(x, 2)
-  EMBER_OPTION(ExpandingArray<2>, kernel_size)
-  EMBER_OPTION(ExpandingArray<2>, stride)
-  EMBER_OPTION(ExpandingArray<2>, padding)
+  PoolOptions(ExpandingArray<D> kernel_size) : Fields{kernel_size} {}     // NOLINT: {2, 3}
+  PoolOptions(int64_t kernel_size) : Fields{kernel_size} {}               // NOLINT: max_pool2d(x, 2)
+  EMBER_OPTION(ExpandingArray<D>, kernel_size)
+  EMBER_OPTION(ExpandingArray<D>, stride)
+  EMBER_OPTION(ExpandingArray<D>, padding)
   EMBER_OPTION(bool, ceil_mode)
   EMBER_OPTION(bool, count_include_pad)
+  EMBER_OPTION(ExpandingArray<D>, dilation)
+  EMBER_OPTION(std::optional<int64_t>, divisor_override)
 };
+using Pool2dOptions = PoolOptions<2>;
 using MaxPool2dOptions = Pool2dOptions;  // LibTorch's names; count_include_pad is ignored by max
 using AvgPool2dOptions = Pool2dOptions;
+using Pool1dOptions = PoolOptions<1>;
+using MaxPool1dOptions = Pool1dOptions;
+using AvgPool1dOptions = Pool1dOptions;
+using MaxPool1dFuncOptions = Pool1dOptions;  // LibTorch's names for the functions' options
+using AvgPool1dFuncOptions = Pool1dOptions;
+using MaxPool2dFuncOptions = Pool2dOptions;
+using AvgPool2dFuncOptions = Pool2dOptions;
+
+// max_unpool{1,2}d / nn::MaxUnpool{1,2}d: the pooling that made the indices (stride 0: the kernel size)
+// and, optionally, the output's spatial size (default (in - 1)·stride - 2·padding + kernel; one given must
+// lie strictly within stride of that default, as PyTorch). output_size may also be the full [N, C, ...].
+template <size_t D>
+struct MaxUnpoolFields {
+  ExpandingArray<D> kernel_size = 2;
+  ExpandingArray<D> stride = 0;
+  ExpandingArray<D> padding = 0;
+  std::optional<std::vector<int64_t>> output_size{};
+};
+template <size_t D>
+class MaxUnpoolOptions : public MaxUnpoolFields<D> {
+ public:
+  using Fields = MaxUnpoolFields<D>;
+  MaxUnpoolOptions() = default;
+  template <std::same_as<Fields> F>
+  MaxUnpoolOptions(const F& fields) : Fields(fields) {}                    // NOLINT: as ConvOptions
+  // cppcheck-suppress passedByValue ; two integers, cheaper by value
+  MaxUnpoolOptions(ExpandingArray<D> kernel_size) : Fields{kernel_size} {}  // NOLINT: {2, 3}
+  MaxUnpoolOptions(int64_t kernel_size) : Fields{kernel_size} {}            // NOLINT: max_unpool2d(x, i, 2)
+  EMBER_OPTION(ExpandingArray<D>, kernel_size)
+  EMBER_OPTION(ExpandingArray<D>, stride)
+  EMBER_OPTION(ExpandingArray<D>, padding)
+  EMBER_OPTION(std::optional<std::vector<int64_t>>, output_size)
+};
+using MaxUnpool1dOptions = MaxUnpoolOptions<1>;
+using MaxUnpool2dOptions = MaxUnpoolOptions<2>;
+using MaxUnpool1dFuncOptions = MaxUnpool1dOptions;  // LibTorch's names
+using MaxUnpool2dFuncOptions = MaxUnpool2dOptions;
+
+// F::interpolate / nn::Upsample (torch.nn.functional.interpolate, PyTorch 1.13): mode and, for the linear
+// modes, align_corners; exactly one of size and scale_factor (one value for every spatial dim, or one per
+// dim). recompute_scale_factor: compute the source positions from the output size instead of scale_factor.
+enum class InterpolateMode : uint8_t { nearest, nearest_exact, linear, bilinear, trilinear, area };
+struct InterpolateFields {
+  std::optional<std::vector<int64_t>> size{};
+  std::optional<std::vector<double>> scale_factor{};
+  InterpolateMode mode = InterpolateMode::nearest;
+  std::optional<bool> align_corners{};  // linear modes only (default false); nearest and area refuse it
+  std::optional<bool> recompute_scale_factor{};
+};
+class InterpolateOptions : public InterpolateFields {
+ public:
+  using Fields = InterpolateFields;
+  InterpolateOptions() = default;
+  template <std::same_as<Fields> F>
+  InterpolateOptions(const F& fields) : Fields(fields) {}  // NOLINT: as ConvOptions
+  EMBER_OPTION(std::optional<std::vector<int64_t>>, size)
+  EMBER_OPTION(std::optional<std::vector<double>>, scale_factor)
+  EMBER_OPTION(InterpolateMode, mode)
+  EMBER_OPTION(std::optional<bool>, align_corners)
+  EMBER_OPTION(std::optional<bool>, recompute_scale_factor)
+};
+using InterpolateFuncOptions = InterpolateOptions;  // LibTorch's names
+using UpsampleOptions = InterpolateOptions;
 
 
 // --- the norm layers' options (nn::GroupNorm, nn::InstanceNorm1d/2d, nn::LocalResponseNorm), LibTorch's ---
