@@ -9,8 +9,8 @@
 #include <cstdint>
 
 #include "backends/backend.h"
+#include "backends/scalar_math.h"
 #include "base/host_device.h"
-#include "backends/kernels.h"
 
 namespace ember::nn_math {
 
@@ -205,6 +205,28 @@ EMBER_HOST_DEVICE PoolWindow pool_window(const Pool2dParams& p, int64_t H, int64
   h1 = h1 < H ? h1 : H;
   w1 = w1 < W ? w1 : W;
   return {h0, h1, w0, w1, p.count_include_pad ? padded : (h1 - h0) * (w1 - w0)};
+}
+
+// The forward of one output of a plane xp (rows of W elements) over its window: the max (its first maximum
+// in row-major order, a NaN winning: value into `best`, position h·W + w into `at`) or the average (the sum
+// over the window divided by win.divisor). The CPU's general path and CUDA's kernel compute every window
+// with these.
+template <typename T>
+EMBER_HOST_DEVICE void max_pool_window(const T* xp, int64_t W, const PoolWindow& win, T& best, int64_t& at) {
+  at = win.h0 * W + win.w0;
+  best = xp[at];
+  for (int64_t h = win.h0; h < win.h1; ++h)
+    for (int64_t w = win.w0; w < win.w1; ++w) {
+      const T v = xp[h * W + w];
+      if (v > best || v != v) best = v, at = h * W + w;
+    }
+}
+template <typename T>
+EMBER_HOST_DEVICE T avg_pool_window(const T* xp, int64_t W, const PoolWindow& win) {
+  T acc = 0;
+  for (int64_t h = win.h0; h < win.h1; ++h)
+    for (int64_t w = win.w0; w < win.w1; ++w) acc += xp[h * W + w];
+  return acc / static_cast<T>(win.divisor);
 }
 
 // The outputs along one dim whose window [o·stride - pad, o·stride - pad + kernel) contains input i:

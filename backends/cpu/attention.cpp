@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "backends/attention_math.h"
+#include "backends/checks.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/openblas.h"
 #include "base/parallel.h"
@@ -33,9 +34,7 @@ using attention_math::OnlineSoftmax;
 constexpr int64_t kBr = 64;  // query rows per task
 constexpr int64_t kBc = 128;  // keys per block
 
-struct Dims {
-  int64_t B, H, L, S, E, Ev;
-};
+using Dims = checks::AttentionDims;
 
 template <typename T>
 struct MaskView {  // the additive mask as a strided [B, H, L, S] view; absent: 0
@@ -330,31 +329,11 @@ void backward(const Dims& d, const T* q, const T* k, const T* v, const MaskView<
   }
 }
 
-Dims check_dims(const char* op, const TensorArg& q, const TensorArg& k, const TensorArg& v, const TensorArg* mask,
-                const TensorArg& out, const TensorArg& lse) {
-  EMBER_CHECK(q.ndim == 4 && k.ndim == 4 && v.ndim == 4 && out.ndim == 4 && lse.ndim == 3, op,
-              ": expected q, k, v, out [B, H, *, *] and lse [B, H, L]");
-  const Dims d{q.shape[0], q.shape[1], q.shape[2], k.shape[2], q.shape[3], v.shape[3]};
-  for (const TensorArg* t : {&q, &k, &v, &out, &lse}) {
-    EMBER_CHECK(t->is_contiguous() && t->dtype == q.dtype, op, ": q, k, v, out and lse must be contiguous and of ",
-                "one dtype");
-    EMBER_CHECK(t->shape[0] == d.B && t->shape[1] == d.H, op, ": q, k, v, out and lse must share [B, H]");
-  }
-  EMBER_CHECK(k.shape[3] == d.E && v.shape[2] == d.S && out.shape[2] == d.L && out.shape[3] == d.Ev &&
-                  lse.shape[2] == d.L,
-              op, ": shapes of q [B, H, L, E], k [B, H, S, E], v [B, H, S, Ev], out [B, H, L, Ev] do not agree");
-  if (mask != nullptr)
-    EMBER_CHECK(mask->ndim == 4 && mask->dtype == q.dtype && mask->shape[0] == d.B && mask->shape[1] == d.H &&
-                    mask->shape[2] == d.L && mask->shape[3] == d.S,
-                op, ": the mask must be a [B, H, L, S] view of q's dtype");
-  return d;
-}
-
 }  // namespace
 
 void CpuBackend::attention_forward(const TensorArg& q, const TensorArg& k, const TensorArg& v, const TensorArg* mask,
                                    const TensorArg& out, const TensorArg& lse, const AttentionParams& p) {
-  const Dims d = check_dims("scaled_dot_product_attention", q, k, v, mask, out, lse);
+  const Dims d = checks::check_attention_forward(q, k, v, mask, out, lse, p);
   dispatch_floating(q.dtype, "scaled_dot_product_attention", [&](auto tag) {
     using T = decltype(tag);
     forward<T>(d, q.ptr<T>(), k.ptr<T>(), v.ptr<T>(), mask_view<T>(mask), out.ptr<T>(), lse.ptr<T>(), p);
@@ -365,15 +344,8 @@ void CpuBackend::attention_backward(const TensorArg& q, const TensorArg& k, cons
                                     const TensorArg& out, const TensorArg& lse, const TensorArg& grad_out,
                                     const TensorArg* grad_q, const TensorArg* grad_k, const TensorArg* grad_v,
                                     const AttentionParams& p) {
-  const char* op = "scaled_dot_product_attention_backward";
-  const Dims d = check_dims(op, q, k, v, mask, out, lse);
-  for (const auto& [g, like] : {std::pair{&grad_out, &out}, std::pair{grad_q, &q}, std::pair{grad_k, &k},
-                                std::pair{grad_v, &v}}) {
-    if (g == nullptr) continue;
-    EMBER_CHECK(g->is_contiguous() && g->dtype == q.dtype && g->numel() == like->numel(), op,
-                ": gradients must be contiguous, of q's dtype and of their operand's size");
-  }
-  dispatch_floating(q.dtype, op, [&](auto tag) {
+  const Dims d = checks::check_attention_backward(q, k, v, mask, out, lse, grad_out, grad_q, grad_k, grad_v, p);
+  dispatch_floating(q.dtype, "scaled_dot_product_attention_backward", [&](auto tag) {
     using T = decltype(tag);
     backward<T>(d, q.ptr<T>(), k.ptr<T>(), v.ptr<T>(), mask_view<T>(mask), out.ptr<T>(), lse.ptr<T>(),
                 grad_out.ptr<T>(), ptr_or_null<T>(grad_q), ptr_or_null<T>(grad_k), ptr_or_null<T>(grad_v), p);

@@ -5,10 +5,11 @@
 #include <cmath>
 #include <limits>
 
+#include "backends/checks.h"
 #include "backends/cpu/cpu_backend.h"
-#include "base/parallel.h"
-#include "backends/kernels.h"
 #include "backends/nn_math.h"
+#include "backends/scalar_math.h"
+#include "base/parallel.h"
 
 namespace ember::cpu {
 namespace {
@@ -32,8 +33,8 @@ double row_sum_exp(const T* x, int64_t D, T shift) {
 }
 
 template <typename T>
-void softmax_rows(const TensorArg& x, const TensorArg& y, bool log) {
-  const int64_t D = x.shape[x.ndim - 1], M = D == 0 ? 0 : x.numel() / D;
+void softmax_rows(const checks::RowDims& rows, const TensorArg& x, const TensorArg& y, bool log) {
+  const int64_t D = rows.D, M = rows.M;
   parallel_for(M, row_grain(D), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const T* xr = x.ptr<T>() + r * D;
@@ -53,8 +54,9 @@ void softmax_rows(const TensorArg& x, const TensorArg& y, bool log) {
 }
 
 template <typename T>
-void softmax_rows_backward(const TensorArg& gy, const TensorArg& y, const TensorArg& gx, bool log) {
-  const int64_t D = y.shape[y.ndim - 1], M = D == 0 ? 0 : y.numel() / D;
+void softmax_rows_backward(const checks::RowDims& rows, const TensorArg& gy, const TensorArg& y, const TensorArg& gx,
+                           bool log) {
+  const int64_t D = rows.D, M = rows.M;
   parallel_for(M, row_grain(D), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const T* g = gy.ptr<T>() + r * D;
@@ -77,16 +79,14 @@ struct BadTarget {
     }
   }
   void check(int64_t C, int64_t ignore_index) const {
-    EMBER_CHECK(!found, "cross_entropy: target ", value.load(), " (sample ", row.load(), ") is not a class index in [0, ",
-                C, ")", ignore_index < 0 || ignore_index >= C ? "" : " or the ignore_index",
-                "; check the labels and the number of model outputs");
+    if (found) checks::throw_bad_target(value.load(), row.load(), C, ignore_index >= 0 && ignore_index < C);
   }
 };
 
 template <typename T>
-void xent_forward(const TensorArg& logits, const TensorArg& target, const TensorArg& loss, const TensorArg& lse,
-                  int64_t ignore_index, double eps) {
-  const int64_t N = logits.shape[0], C = logits.shape[1];
+void xent_forward(const checks::XentDims& d, const TensorArg& logits, const TensorArg& target, const TensorArg& loss,
+                  const TensorArg& lse, int64_t ignore_index, double eps) {
+  const int64_t N = d.N, C = d.C;
   BadTarget bad;
   parallel_for(N, row_grain(C), [&](int64_t begin, int64_t end) {
     for (int64_t n = begin; n < end; ++n) {
@@ -108,9 +108,9 @@ void xent_forward(const TensorArg& logits, const TensorArg& target, const Tensor
 }
 
 template <typename T>
-void xent_backward(const TensorArg& logits, const TensorArg& target, const TensorArg& lse, const TensorArg& grad_loss,
-                   const TensorArg& grad_logits, int64_t ignore_index, double eps) {
-  const int64_t N = logits.shape[0], C = logits.shape[1];
+void xent_backward(const checks::XentDims& d, const TensorArg& logits, const TensorArg& target, const TensorArg& lse,
+                   const TensorArg& grad_loss, const TensorArg& grad_logits, int64_t ignore_index, double eps) {
+  const int64_t N = d.N, C = d.C;
   const T smooth = static_cast<T>(eps / static_cast<double>(C)), hit = static_cast<T>(1.0 - eps);
   parallel_for(N, row_grain(C), [&](int64_t begin, int64_t end) {
     for (int64_t n = begin; n < end; ++n) {
@@ -133,26 +133,31 @@ void xent_backward(const TensorArg& logits, const TensorArg& target, const Tenso
 }  // namespace
 
 void CpuBackend::softmax_forward(const TensorArg& x, const TensorArg& y, bool log) {
-  dispatch_floating(x.dtype, "softmax", [&](auto tag) { softmax_rows<decltype(tag)>(x, y, log); });
+  const checks::RowDims d = checks::check_softmax_forward(x, y);
+  dispatch_floating(x.dtype, "softmax", [&](auto tag) { softmax_rows<decltype(tag)>(d, x, y, log); });
 }
 
 void CpuBackend::softmax_backward(const TensorArg& grad_y, const TensorArg& y, const TensorArg& grad_x, bool log) {
+  const checks::RowDims d = checks::check_softmax_backward(grad_y, y, grad_x);
   dispatch_floating(y.dtype, "softmax_backward",
-                    [&](auto tag) { softmax_rows_backward<decltype(tag)>(grad_y, y, grad_x, log); });
+                    [&](auto tag) { softmax_rows_backward<decltype(tag)>(d, grad_y, y, grad_x, log); });
 }
 
 void CpuBackend::cross_entropy_forward(const TensorArg& logits, const TensorArg& target, const TensorArg& loss,
                                        const TensorArg& lse, int64_t ignore_index, double label_smoothing) {
+  const checks::XentDims d = checks::check_cross_entropy_forward(logits, target, loss, lse, label_smoothing);
   dispatch_floating(logits.dtype, "cross_entropy", [&](auto tag) {
-    xent_forward<decltype(tag)>(logits, target, loss, lse, ignore_index, label_smoothing);
+    xent_forward<decltype(tag)>(d, logits, target, loss, lse, ignore_index, label_smoothing);
   });
 }
 
 void CpuBackend::cross_entropy_backward(const TensorArg& logits, const TensorArg& target, const TensorArg& lse,
                                         const TensorArg& grad_loss, const TensorArg& grad_logits, int64_t ignore_index,
                                         double label_smoothing) {
+  const checks::XentDims d =
+      checks::check_cross_entropy_backward(logits, target, lse, grad_loss, grad_logits, label_smoothing);
   dispatch_floating(logits.dtype, "cross_entropy_backward", [&](auto tag) {
-    xent_backward<decltype(tag)>(logits, target, lse, grad_loss, grad_logits, ignore_index, label_smoothing);
+    xent_backward<decltype(tag)>(d, logits, target, lse, grad_loss, grad_logits, ignore_index, label_smoothing);
   });
 }
 

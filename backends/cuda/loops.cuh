@@ -1,8 +1,11 @@
 #pragma once
-// Kernel launchers shared by the CUDA sources: element-wise loops over StridedOperands (the CPU's index
-// math), index loops, and a block reduction with a fixed combination order (deterministic results).
+// Kernel launchers shared by the CUDA sources, the counterparts of backends/cpu/strided_loop.h: element-wise
+// loops over StridedOperands (the CPU's index math), index loops (launch_index: a kernel is a shared body
+// from backends/*_math.h plus this launch), row kernels (launch_rows), and a block reduction with a fixed
+// combination order (deterministic results).
 #include <algorithm>
 #include <array>
+#include <utility>
 
 #include "backends/cuda/cuda_backend.h"
 #include "backends/strided.h"
@@ -15,6 +18,10 @@ inline constexpr int kBlock = 256;  // threads per block of every launcher here 
 inline unsigned grid_for(int64_t n) {
   return static_cast<unsigned>(std::clamp<int64_t>((n + kBlock - 1) / kBlock, 1, 65536));
 }
+
+// Blocks for a kernel with one block per row (a grid-stride loop over rows by blockIdx.x): one per row, at
+// most 65536.
+inline unsigned blocks_for(int64_t rows) { return static_cast<unsigned>(std::clamp<int64_t>(rows, 1, 65536)); }
 
 #define EMBER_GRID_STRIDE_LOOP(i, n)                                                         \
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n);    \
@@ -76,6 +83,25 @@ template <typename F>
 void launch_index(cudaStream_t stream, int64_t n, F f) {
   if (n == 0) return;
   index_kernel<<<grid_for(n), kBlock, 0, stream>>>(n, f);
+  EMBER_CUDA_CHECK_LAUNCH();
+}
+
+// launch_index as the `launch(n, body)` argument of the shared entries (rnn_math.h): on ctx's stream.
+struct IndexLauncher {
+  cudaStream_t stream;
+  template <typename F>
+  void operator()(int64_t n, const F& f) const {
+    launch_index(stream, n, f);
+  }
+};
+inline IndexLauncher index_launcher(const DeviceContext& ctx) { return {ctx.stream}; }
+
+// Launches a kBlock-thread row kernel (one block per row, grid-stride over `rows`) with `args`; nothing when
+// there are no rows.
+template <typename... Params, typename... Args>
+void launch_rows(cudaStream_t stream, int64_t rows, void (*kernel)(Params...), Args&&... args) {
+  if (rows <= 0) return;
+  kernel<<<blocks_for(rows), kBlock, 0, stream>>>(std::forward<Args>(args)...);
   EMBER_CUDA_CHECK_LAUNCH();
 }
 

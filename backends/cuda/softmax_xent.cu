@@ -4,16 +4,13 @@
 // accumulated in double.
 // A target outside [0, C) other than ignore_index is reported through ctx.error (the backend raises it at
 // its next call) and its row's loss is 0, where the CPU throws at once.
-#include <algorithm>
-
+#include "backends/checks.h"
 #include "backends/cuda/loops.cuh"
 #include "backends/nn_math.h"
-#include "backends/kernels.h"
+#include "backends/scalar_math.h"
 
 namespace ember::cuda {
 namespace {
-
-unsigned row_grid(int64_t rows) { return static_cast<unsigned>(std::clamp<int64_t>(rows, 1, 65536)); }
 
 // The row's max, computed by the whole block (every thread gets it).
 template <typename T>
@@ -107,85 +104,50 @@ __global__ void __launch_bounds__(kBlock)
   }
 }
 
-void check_same(const char* op, const TensorArg& a, const TensorArg& b) {
-  EMBER_CHECK(a.is_contiguous() && b.is_contiguous(), op, ": operands must be contiguous");
-  EMBER_CHECK(a.dtype == b.dtype && a.numel() == b.numel(), op, ": operands differ in dtype or size (",
-              dtype_name(a.dtype), " × ", a.numel(), ", ", dtype_name(b.dtype), " × ", b.numel(), ")");
-}
-
-int64_t last_dim(const TensorArg& x) { return x.ndim == 0 ? 1 : x.shape[x.ndim - 1]; }
-
-void check_xent(const char* op, const TensorArg& logits, const TensorArg& target, const TensorArg& per_row) {
-  EMBER_CHECK(logits.ndim == 2 && logits.is_contiguous(), op, ": logits must be a contiguous [N, C] tensor");
-  EMBER_CHECK(target.dtype == DType::i64 && target.is_contiguous() && target.numel() == logits.shape[0], op,
-              ": target must be a contiguous i64 tensor of ", logits.shape[0], " class indices");
-  EMBER_CHECK(per_row.dtype == logits.dtype && per_row.is_contiguous() && per_row.numel() == logits.shape[0], op,
-              ": loss and lse must be contiguous [N] tensors of the logits' dtype");
-}
-
 }  // namespace
 
 void CudaBackend::softmax_forward(const TensorArg& x, const TensorArg& y, bool log) {
+  const checks::RowDims d = checks::check_softmax_forward(x, y);
   DeviceContext& ctx = context(x.device_index);
-  check_same("softmax", x, y);
-  const int64_t D = last_dim(x), M = D == 0 ? 0 : x.numel() / D;
-  if (M == 0) return;
   dispatch_floating(x.dtype, "softmax", [&](auto tag) {
     using T = decltype(tag);
-    softmax_kernel<T><<<row_grid(M), kBlock, 0, ctx.stream>>>(x.ptr<T>(), y.ptr<T>(), M, D, log);
-    EMBER_CUDA_CHECK_LAUNCH();
+    launch_rows(ctx.stream, d.M, softmax_kernel<T>, x.ptr<T>(), y.ptr<T>(), d.M, d.D, log);
   });
 }
 
 void CudaBackend::softmax_backward(const TensorArg& grad_y, const TensorArg& y, const TensorArg& grad_x, bool log) {
+  const checks::RowDims d = checks::check_softmax_backward(grad_y, y, grad_x);
   DeviceContext& ctx = context(y.device_index);
-  check_same("softmax_backward", y, grad_y);
-  check_same("softmax_backward", y, grad_x);
-  const int64_t D = last_dim(y), M = D == 0 ? 0 : y.numel() / D;
-  if (M == 0) return;
   dispatch_floating(y.dtype, "softmax_backward", [&](auto tag) {
     using T = decltype(tag);
-    softmax_backward_kernel<T>
-        <<<row_grid(M), kBlock, 0, ctx.stream>>>(grad_y.ptr<T>(), y.ptr<T>(), grad_x.ptr<T>(), M, D, log);
-    EMBER_CUDA_CHECK_LAUNCH();
+    launch_rows(ctx.stream, d.M, softmax_backward_kernel<T>, grad_y.ptr<T>(), y.ptr<T>(), grad_x.ptr<T>(), d.M, d.D,
+                log);
   });
 }
 
 void CudaBackend::cross_entropy_forward(const TensorArg& logits, const TensorArg& target, const TensorArg& loss,
                                         const TensorArg& lse, int64_t ignore_index, double label_smoothing) {
+  const checks::XentDims d = checks::check_cross_entropy_forward(logits, target, loss, lse, label_smoothing);
   DeviceContext& ctx = context(logits.device_index);
-  check_xent("cross_entropy", logits, target, loss);
-  check_xent("cross_entropy", logits, target, lse);
-  const int64_t N = logits.shape[0], C = logits.shape[1];
-  if (N == 0) return;
   dispatch_floating(logits.dtype, "cross_entropy", [&](auto tag) {
     using T = decltype(tag);
-    xent_forward_kernel<T><<<row_grid(N), kBlock, 0, ctx.stream>>>(logits.ptr<T>(), target.ptr<int64_t>(),
-                                                                   loss.ptr<T>(), lse.ptr<T>(), N, C, ignore_index,
-                                                                   label_smoothing, ctx.error);
-    EMBER_CUDA_CHECK_LAUNCH();
+    launch_rows(ctx.stream, d.N, xent_forward_kernel<T>, logits.ptr<T>(), target.ptr<int64_t>(), loss.ptr<T>(),
+                lse.ptr<T>(), d.N, d.C, ignore_index, label_smoothing, ctx.error);
   });
 }
 
 void CudaBackend::cross_entropy_backward(const TensorArg& logits, const TensorArg& target, const TensorArg& lse,
                                          const TensorArg& grad_loss, const TensorArg& grad_logits,
                                          int64_t ignore_index, double label_smoothing) {
+  const checks::XentDims d =
+      checks::check_cross_entropy_backward(logits, target, lse, grad_loss, grad_logits, label_smoothing);
   DeviceContext& ctx = context(logits.device_index);
-  check_xent("cross_entropy_backward", logits, target, lse);
-  check_same("cross_entropy_backward", logits, grad_logits);
-  const int64_t N = logits.shape[0], C = logits.shape[1];
-  const bool scalar_grad = grad_loss.ndim == 0;
-  EMBER_CHECK(grad_loss.dtype == logits.dtype && grad_loss.is_contiguous() && (scalar_grad || grad_loss.numel() == N),
-              "cross_entropy_backward: grad_loss must be 0-d or [", N, "] of the logits' dtype");
-  if (N == 0) return;
   dispatch_floating(logits.dtype, "cross_entropy_backward", [&](auto tag) {
     using T = decltype(tag);
-    const T smooth = static_cast<T>(label_smoothing / static_cast<double>(C));
+    const T smooth = static_cast<T>(label_smoothing / static_cast<double>(d.C));
     const T hit = static_cast<T>(1.0 - label_smoothing);
-    xent_backward_kernel<T><<<row_grid(N), kBlock, 0, ctx.stream>>>(
-        logits.ptr<T>(), target.ptr<int64_t>(), lse.ptr<T>(), grad_loss.ptr<T>(), grad_logits.ptr<T>(), N, C,
-        ignore_index, scalar_grad, smooth, hit);
-    EMBER_CUDA_CHECK_LAUNCH();
+    launch_rows(ctx.stream, d.N, xent_backward_kernel<T>, logits.ptr<T>(), target.ptr<int64_t>(), lse.ptr<T>(),
+                grad_loss.ptr<T>(), grad_logits.ptr<T>(), d.N, d.C, ignore_index, grad_loss.ndim == 0, smooth, hit);
   });
 }
 
