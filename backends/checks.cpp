@@ -23,6 +23,10 @@ std::ostream& operator<<(std::ostream& out, ShapeOf s) {
   return out << ']';
 }
 
+// Whether the kernels may walk t as one dense run. NOTE: an empty tensor counts (there is nothing to walk),
+// though TensorArg::is_contiguous says no to some (core gives a size-0 dim the strides of a size-1 one).
+bool dense(const TensorArg& t) { return t.numel() == 0 || t.is_contiguous(); }
+
 bool same_shape(const TensorArg& a, const TensorArg& b) {
   if (a.ndim != b.ndim) return false;
   for (int d = 0; d < a.ndim; ++d)
@@ -40,9 +44,9 @@ void check_shapes(std::string_view op, const TensorArg& out, std::initializer_li
 // `t` (an optional operand: may be null) is a contiguous tensor of `numel` elements of `dtype`.
 void check_operand(std::string_view op, const char* name, const TensorArg* t, DType dtype, int64_t numel) {
   if (t == nullptr) return;
-  EMBER_CHECK(t->dtype == dtype && t->is_contiguous() && t->numel() == numel, op, ": ", name,
+  EMBER_CHECK(t->dtype == dtype && dense(*t) && t->numel() == numel, op, ": ", name,
               " must be a contiguous ", dtype_name(dtype), " tensor of ", numel, " elements, got ",
-              dtype_name(t->dtype), " × ", t->numel(), t->is_contiguous() ? "" : " (not contiguous)");
+              dtype_name(t->dtype), " × ", t->numel(), dense(*t) ? "" : " (not contiguous)");
 }
 
 void check_dim(std::string_view op, int dim, const TensorArg& in) {
@@ -152,7 +156,7 @@ void check_index(IndexOp op, const TensorArg& in, const TensorArg& index, const 
 }
 
 void check_random(const TensorArg& out) {
-  EMBER_CHECK(out.is_contiguous(), "random: output must be contiguous");
+  EMBER_CHECK(dense(out), "random: output must be contiguous");
   EMBER_CHECK(is_floating(out.dtype), "random: expected a floating dtype (f32 or f64), got ", dtype_name(out.dtype),
               "; convert with .to(DType::f32)");
 }
@@ -164,13 +168,13 @@ MatmulDims check_matmul(const TensorArg& a, const TensorArg& b, const TensorArg&
   EMBER_CHECK(a.shape[0] == d.B && a.shape[1] == d.M && b.shape[0] == d.B && b.shape[1] == d.K && b.shape[2] == d.N,
               "matmul (backend): a ", ShapeOf{a}, ", b ", ShapeOf{b}, " and out ", ShapeOf{out},
               " are not [B, M, K], [B, K, N] and [B, M, N]");
-  EMBER_CHECK(out.is_contiguous(), "matmul (backend): out must be contiguous");
+  EMBER_CHECK(dense(out), "matmul (backend): out must be contiguous");
   return d;
 }
 
 void check_optimizer_step(OptimizerOp op, const OptimizerParams& p, const TensorArg& param, const TensorArg& grad,
                           const TensorArg* s0, const TensorArg* s1, const TensorArg* s2) {
-  EMBER_CHECK(param.is_contiguous() && grad.is_contiguous(), "optimizer step: parameter and gradient must be contiguous");
+  EMBER_CHECK(dense(param) && dense(grad), "optimizer step: parameter and gradient must be contiguous");
   EMBER_CHECK(is_floating(param.dtype), "optimizer step: expected a floating parameter (f32 or f64), got ",
               dtype_name(param.dtype));
   const int64_t n = param.numel();
@@ -197,9 +201,9 @@ int64_t conv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad
 namespace {
 
 void check_conv_operand(const char* what, const TensorArg& t, DType dtype) {
-  EMBER_CHECK(t.ndim == 4 && t.is_contiguous() && t.dtype == dtype, "conv2d: ", what, " must be a contiguous 4-d ",
+  EMBER_CHECK(t.ndim == 4 && dense(t) && t.dtype == dtype, "conv2d: ", what, " must be a contiguous 4-d ",
               dtype_name(dtype), " tensor, got ", t.ndim, "-d ", dtype_name(t.dtype),
-              t.is_contiguous() ? "" : " (not contiguous)");
+              dense(t) ? "" : " (not contiguous)");
 }
 
 // x [N, C, H, W], w [O, C/groups, KH, KW] and y (the output or its gradient) [N, O, OH, OW].
@@ -224,7 +228,7 @@ void check_conv(const TensorArg& x, const TensorArg& w, const TensorArg& y, cons
 }
 
 void check_conv_bias(const TensorArg* b, const TensorArg& w) {
-  EMBER_CHECK(b == nullptr || (b->dtype == w.dtype && b->is_contiguous() && b->numel() == w.shape[0]),
+  EMBER_CHECK(b == nullptr || (b->dtype == w.dtype && dense(*b) && b->numel() == w.shape[0]),
               "conv2d: bias must be a contiguous [", w.shape[0], "] tensor of the weight's dtype");
 }
 
@@ -254,13 +258,13 @@ PoolDims check_pool(const char* op, const TensorArg& x, const TensorArg& y, cons
                     const Pool2dParams& p) {
   EMBER_CHECK(x.ndim == 4 && y.ndim == 4, op, ": expected 4-d [N, C, H, W] operands, got ", x.ndim, "-d and ", y.ndim,
               "-d");
-  EMBER_CHECK(x.is_contiguous() && y.is_contiguous(), op, ": operands must be contiguous");
+  EMBER_CHECK(dense(x) && dense(y), op, ": operands must be contiguous");
   EMBER_CHECK(x.dtype == y.dtype, op, ": input and output dtypes differ (", dtype_name(x.dtype), ", ",
               dtype_name(y.dtype), ")");
   EMBER_CHECK(x.shape[0] == y.shape[0] && x.shape[1] == y.shape[1], op, ": input [", x.shape[0], ", ", x.shape[1],
               ", ...] and output [", y.shape[0], ", ", y.shape[1], ", ...] differ in N or C");
   if (indices != nullptr)
-    EMBER_CHECK(indices->dtype == DType::i64 && indices->is_contiguous() && same_shape(*indices, y), op,
+    EMBER_CHECK(indices->dtype == DType::i64 && dense(*indices) && same_shape(*indices, y), op,
                 ": indices must be a contiguous i64 tensor of the output's shape");
   const PoolDims d{x.shape[0] * x.shape[1], x.shape[2], x.shape[3], y.shape[2], y.shape[3]};
   if (y.numel() == 0) return d;
@@ -298,7 +302,7 @@ PoolDims check_pool2d_backward(PoolOp op, const TensorArg& grad_y, const TensorA
 namespace {
 
 void check_same(const char* op, const TensorArg& a, const TensorArg& b) {
-  EMBER_CHECK(a.is_contiguous() && b.is_contiguous(), op, ": operands must be contiguous");
+  EMBER_CHECK(dense(a) && dense(b), op, ": operands must be contiguous");
   EMBER_CHECK(a.dtype == b.dtype && a.numel() == b.numel(), op, ": operands differ in dtype or size (",
               dtype_name(a.dtype), " × ", a.numel(), ", ", dtype_name(b.dtype), " × ", b.numel(), ")");
 }
@@ -310,12 +314,12 @@ RowDims rows_of(const TensorArg& x) {  // [M, D] over the last dim (a 0-d tensor
 
 XentDims check_xent(const char* op, const TensorArg& logits, const TensorArg& target, const TensorArg& lse,
                     double label_smoothing) {
-  EMBER_CHECK(logits.ndim == 2 && logits.is_contiguous(), op, ": logits must be a contiguous [N, C] tensor");
+  EMBER_CHECK(logits.ndim == 2 && dense(logits), op, ": logits must be a contiguous [N, C] tensor");
   const XentDims d{logits.shape[0], logits.shape[1]};
   EMBER_CHECK(is_floating(logits.dtype), op, ": expected floating logits (f32 or f64), got ", dtype_name(logits.dtype));
-  EMBER_CHECK(target.dtype == DType::i64 && target.is_contiguous() && target.numel() == d.N, op,
+  EMBER_CHECK(target.dtype == DType::i64 && dense(target) && target.numel() == d.N, op,
               ": target must be a contiguous i64 tensor of ", d.N, " class indices");
-  EMBER_CHECK(lse.dtype == logits.dtype && lse.is_contiguous() && lse.numel() == d.N, op,
+  EMBER_CHECK(lse.dtype == logits.dtype && dense(lse) && lse.numel() == d.N, op,
               ": loss and lse must be contiguous [N] tensors of the logits' dtype");
   EMBER_CHECK(label_smoothing >= 0 && label_smoothing <= 1, op, ": label_smoothing must be in [0, 1], got ",
               label_smoothing);
@@ -346,7 +350,7 @@ XentDims check_cross_entropy_backward(const TensorArg& logits, const TensorArg& 
                                       double label_smoothing) {
   const XentDims d = check_xent("cross_entropy_backward", logits, target, lse, label_smoothing);
   check_same("cross_entropy_backward", logits, grad_logits);
-  EMBER_CHECK(grad_loss.dtype == logits.dtype && grad_loss.is_contiguous() &&
+  EMBER_CHECK(grad_loss.dtype == logits.dtype && dense(grad_loss) &&
                   (grad_loss.ndim == 0 || grad_loss.numel() == d.N),
               "cross_entropy_backward: grad_loss must be 0-d or [", d.N, "] of the logits' dtype");
   return d;
@@ -356,7 +360,7 @@ BatchNormDims check_batch_norm_forward(const TensorArg& x, const TensorArg* weig
                                        const TensorArg* running_mean, const TensorArg* running_var, const TensorArg& y,
                                        const TensorArg& save_mean, const TensorArg& save_invstd, bool training) {
   const char* op = "batch_norm";
-  EMBER_CHECK(x.ndim >= 2 && x.is_contiguous(), op, ": input must be a contiguous [N, C, ...] tensor");
+  EMBER_CHECK(x.ndim >= 2 && dense(x), op, ": input must be a contiguous [N, C, ...] tensor");
   const int64_t N = x.shape[0], C = x.shape[1];
   const BatchNormDims d{N, C, N * C == 0 ? 0 : x.numel() / (N * C)};
   check_operand(op, "output", &y, x.dtype, x.numel());
@@ -377,7 +381,7 @@ BatchNormDims check_batch_norm_backward(const TensorArg& grad_y, const TensorArg
                                         const TensorArg* grad_x, const TensorArg* grad_weight,
                                         const TensorArg* grad_bias) {
   const char* op = "batch_norm_backward";
-  EMBER_CHECK(x.ndim >= 2 && x.is_contiguous(), op, ": input must be a contiguous [N, C, ...] tensor");
+  EMBER_CHECK(x.ndim >= 2 && dense(x), op, ": input must be a contiguous [N, C, ...] tensor");
   const int64_t N = x.shape[0], C = x.shape[1];
   check_operand(op, "grad_y", &grad_y, x.dtype, x.numel());
   check_operand(op, "grad_x", grad_x, x.dtype, x.numel());
@@ -391,7 +395,7 @@ BatchNormDims check_batch_norm_backward(const TensorArg& grad_y, const TensorArg
 namespace {
 
 RowDims check_layer_norm_input(const char* op, const TensorArg& x) {
-  EMBER_CHECK(x.ndim >= 1 && x.is_contiguous(), op, ": input must be a contiguous tensor of at least 1 dim");
+  EMBER_CHECK(x.ndim >= 1 && dense(x), op, ": input must be a contiguous tensor of at least 1 dim");
   const int64_t D = x.shape[x.ndim - 1];
   return {D == 0 ? 0 : x.numel() / D, D};
 }
@@ -436,13 +440,13 @@ CellDims check_cell(const char* op, const char* ref_name, const TensorArg& ref,
   EMBER_CHECK(ref.ndim == 2, op, ": ", ref_name, " must be [B, H], got ", ref.ndim, " dims");
   EMBER_CHECK(is_floating(ref.dtype), op, ": expected a floating dtype (f32 or f64), got ", dtype_name(ref.dtype));
   const int64_t B = ref.shape[0], H = ref.shape[1];
-  EMBER_CHECK(ref.is_contiguous(), op, ": ", ref_name, " must be contiguous");
+  EMBER_CHECK(dense(ref), op, ": ", ref_name, " must be contiguous");
   for (const auto& [name, t, gates] : operands) {
     if (t == nullptr) continue;
-    EMBER_CHECK(t->dtype == ref.dtype && t->is_contiguous() && t->numel() == B * gates * H, op, ": ", name,
+    EMBER_CHECK(t->dtype == ref.dtype && dense(*t) && t->numel() == B * gates * H, op, ": ", name,
                 " must be a contiguous ", dtype_name(ref.dtype), " tensor of [", B, ", ", gates * H,
                 "] elements, got ", dtype_name(t->dtype), " × ", t->numel(),
-                t->is_contiguous() ? "" : " (not contiguous)");
+                dense(*t) ? "" : " (not contiguous)");
   }
   return {B, H};
 }
@@ -490,7 +494,7 @@ AttentionDims check_attention(const char* op, const TensorArg& q, const TensorAr
   const AttentionDims d{q.shape[0], q.shape[1], q.shape[2], k.shape[2], q.shape[3], v.shape[3]};
   EMBER_CHECK(is_floating(q.dtype), op, ": expected a floating dtype (f32 or f64), got ", dtype_name(q.dtype));
   for (const TensorArg* t : {&q, &k, &v, &out, &lse}) {
-    EMBER_CHECK(t->is_contiguous() && t->dtype == q.dtype, op, ": q, k, v, out and lse must be contiguous and of ",
+    EMBER_CHECK(dense(*t) && t->dtype == q.dtype, op, ": q, k, v, out and lse must be contiguous and of ",
                 "one dtype");
     EMBER_CHECK(t->shape[0] == d.B && t->shape[1] == d.H, op, ": q, k, v, out and lse must share [B, H]");
   }
@@ -525,7 +529,7 @@ AttentionDims check_attention_backward(const TensorArg& q, const TensorArg& k, c
   for (const auto& [g, like] : {std::pair{&grad_out, &out}, std::pair{grad_q, &q}, std::pair{grad_k, &k},
                                 std::pair{grad_v, &v}}) {
     if (g == nullptr) continue;
-    EMBER_CHECK(g->is_contiguous() && g->dtype == q.dtype && g->numel() == like->numel(), op,
+    EMBER_CHECK(dense(*g) && g->dtype == q.dtype && g->numel() == like->numel(), op,
                 ": gradients must be contiguous, of q's dtype and of their operand's size");
   }
   return d;

@@ -43,22 +43,30 @@ EMBER_DEFINE_DISPATCH(dispatch_index_op, IndexOp, EMBER_INDEX_OPS)
 template <typename T>
 inline constexpr bool is_float_v = std::is_floating_point_v<T>;
 
-// The (op, dtype) pairs each backend runs, checked once for both: fn(constant<op>{}, T{}) for the pairs the
-// tables allow, an error naming the op otherwise. Unary forward: any dtype but bool, floats only where the
-// table says float_only; unary backward: f32/f64; binary: comparisons on any dtype, the rest not on bool,
-// floats only where float_only. `fn` is instantiated only for allowed pairs.
+// fn(op_c, T{}) for the (op, dtype) pair when allowed(op_c, T{}) is a true std::bool_constant, else the error
+// naming the op (and `advice`); `fn` is instantiated only for allowed pairs.
+template <typename Op, typename Allowed, typename Fn>
+void dispatch_allowed(Op op, DType dtype, const char* advice, Allowed allowed, Fn&& fn) {
+  const auto by_op = [&](auto op_c) {
+    constexpr Op kOp = decltype(op_c)::value;
+    dispatch_dtype(dtype, op_name(kOp), [&](auto tag) {
+      if constexpr (decltype(allowed(constant<kOp>{}, tag))::value) fn(op_c, tag);
+      else detail::throw_error(op_name(kOp), ": not defined for dtype ", dtype_name(dtype), advice);
+    });
+  };
+  if constexpr (std::is_same_v<Op, UnaryOp>) dispatch_unary_op(op, by_op);
+  else dispatch_binary_op(op, by_op);
+}
+
+// The (op, dtype) pairs each backend runs, checked once for both, from the tables: unary forward on any
+// dtype but bool, floats only where the table says float_only; unary backward on f32/f64; binary: comparisons
+// on any dtype, the rest not on bool, floats only where float_only.
 template <typename Fn>
 void dispatch_unary(UnaryOp op, DType dtype, Fn&& fn) {
-  dispatch_unary_op(op, [&](auto op_c) {
-    constexpr UnaryOp kOp = decltype(op_c)::value;
-    dispatch_dtype(dtype, op_name(kOp), [&](auto tag) {
-      using T = decltype(tag);
-      if constexpr (std::is_same_v<T, bool> || (unary_needs_float(kOp) && !is_float_v<T>))
-        detail::throw_error(op_name(kOp), ": not defined for dtype ", dtype_name(dtype), "; convert with .to(DType::f32)");
-      else
-        fn(op_c, tag);
-    });
-  });
+  dispatch_allowed(op, dtype, "; convert with .to(DType::f32)", [](auto op_c, auto tag) {
+    using T = decltype(tag);
+    return std::bool_constant<!std::is_same_v<T, bool> && (!unary_needs_float(decltype(op_c)::value) || is_float_v<T>)>{};
+  }, fn);
 }
 
 template <typename Fn>
@@ -70,17 +78,11 @@ void dispatch_unary_backward(UnaryOp op, DType dtype, Fn&& fn) {
 
 template <typename Fn>
 void dispatch_binary(BinaryOp op, DType dtype, Fn&& fn) {
-  dispatch_binary_op(op, [&](auto op_c) {
+  dispatch_allowed(op, dtype, "", [](auto op_c, auto tag) {
+    using T = decltype(tag);
     constexpr BinaryOp kOp = decltype(op_c)::value;
-    dispatch_dtype(dtype, op_name(kOp), [&](auto tag) {
-      using T = decltype(tag);
-      constexpr bool arithmetic_on_bool = std::is_same_v<T, bool> && !is_comparison(kOp);
-      if constexpr (arithmetic_on_bool || (binary_needs_float(kOp) && !is_float_v<T>))
-        detail::throw_error(op_name(kOp), ": not defined for dtype ", dtype_name(dtype));
-      else
-        fn(op_c, tag);
-    });
-  });
+    return std::bool_constant<(!std::is_same_v<T, bool> || is_comparison(kOp)) && (!binary_needs_float(kOp) || is_float_v<T>)>{};
+  }, fn);
 }
 
 }  // namespace ember::kernels

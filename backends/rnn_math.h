@@ -24,6 +24,16 @@ EMBER_HOST_DEVICE T sigmoid(T x) {
   return T(1) / (T(1) + kernels::m_exp(-x));
 }
 
+// Row b's four workspace values of unit j: (i, f, g, o) of the LSTM, (r, z, n, h_n) of the GRU, H apart.
+template <typename T>
+EMBER_HOST_DEVICE void store4(T* ws, int64_t b, int64_t j, int64_t H, T a0, T a1, T a2, T a3) {
+  T* w = ws + b * 4 * H + j;
+  w[0] = a0;
+  w[H] = a1;
+  w[2 * H] = a2;
+  w[3 * H] = a3;
+}
+
 // One element of the LSTM cell forward. gates [B, 4H], c_prev/h/c [B, H], ws [B, 4H].
 template <typename T>
 EMBER_HOST_DEVICE void lstm_forward_at(int64_t b, int64_t j, int64_t H, const T* gates, const T* c_prev, T* h, T* c,
@@ -34,11 +44,7 @@ EMBER_HOST_DEVICE void lstm_forward_at(int64_t b, int64_t j, int64_t H, const T*
   const T cn = f * c_prev[k] + i * g;
   c[k] = cn;
   h[k] = o * kernels::m_tanh(cn);
-  T* w = ws + b * 4 * H;
-  w[j] = i;
-  w[H + j] = f;
-  w[2 * H + j] = g;
-  w[3 * H + j] = o;
+  store4(ws, b, j, H, i, f, g, o);
 }
 
 // One element of the LSTM cell backward: from grad_h and grad_c (either may be null: zero) to the gradient
@@ -69,13 +75,8 @@ EMBER_HOST_DEVICE void gru_forward_at(int64_t b, int64_t j, int64_t H, const T* 
   const T r = sigmoid(x[j] + hg[j]), z = sigmoid(x[H + j] + hg[H + j]);
   const T hn = hg[2 * H + j];
   const T n = kernels::m_tanh(x[2 * H + j] + r * hn);
-  const int64_t k = b * H + j;
-  h[k] = n + z * (h_prev[k] - n);
-  T* w = ws + b * 4 * H;
-  w[j] = r;
-  w[H + j] = z;
-  w[2 * H + j] = n;
-  w[3 * H + j] = hn;
+  h[b * H + j] = n + z * (h_prev[b * H + j] - n);
+  store4(ws, b, j, H, r, z, n, hn);
 }
 
 // One element of the GRU cell backward: grad_h → the gradients of the input gates, the hidden gates and

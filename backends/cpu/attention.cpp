@@ -15,6 +15,7 @@
 // products (exp, the dropout factors, the softmax gradient) are vectorised: a local f32 exp, the dropout
 // mask one Philox block per four weights (attention_math::dropout_factors), and causally hidden keys skipped.
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdint>
 #include <limits>
@@ -245,6 +246,10 @@ void backward(const Dims& d, const T* q, const T* k, const T* v, const MaskView<
                });
   const T scale = static_cast<T>(p.scale);
   const int64_t q_blocks = (d.L + kBr - 1) / kBr, k_blocks = (d.S + kBc - 1) / kBc;
+  // The q, k, v and dO matrices of (batch, head) bh.
+  const auto head = [&](int64_t bh) {
+    return std::array<const T*, 4>{q + bh * d.L * d.E, k + bh * d.S * d.E, v + bh * d.S * d.Ev, dout + bh * d.L * d.Ev};
+  };
   // Enough (batch, head) tasks for the threads: one pass per (b, h) over key blocks × query blocks, each block
   // pair's scores and softmax gradient computed once for dK, dV and dQ (dQ accumulated in place in the output:
   // [L, E] of the task's own head). Otherwise (long sequences of few heads) the dK/dV pass and the dQ pass
@@ -254,8 +259,7 @@ void backward(const Dims& d, const T* q, const T* k, const T* v, const MaskView<
       std::vector<T> prob(kBr * kBc), ds(kBr * kBc), z(kBc), dk_acc(kBc * d.E), dv_acc(kBc * d.Ev);
       for (int64_t bh = begin; bh < end; ++bh) {
         const int64_t b = bh / d.H, h = bh % d.H;
-        const T *qh = q + bh * d.L * d.E, *kh = k + bh * d.S * d.E, *vh = v + bh * d.S * d.Ev;
-        const T* doh = dout + bh * d.L * d.Ev;
+        const auto [qh, kh, vh, doh] = head(bh);
         T* dqh = dq + bh * d.L * d.E;
         std::fill(dqh, dqh + d.L * d.E, T(0));
         for (int64_t j0 = 0; j0 < d.S; j0 += kBc) {
@@ -286,8 +290,7 @@ void backward(const Dims& d, const T* q, const T* k, const T* v, const MaskView<
       for (int64_t task = begin; task < end; ++task) {
         const int64_t bh = task / k_blocks, b = bh / d.H, h = bh % d.H;
         const int64_t j0 = zigzag(task % k_blocks, k_blocks) * kBc, nc = std::min(kBc, d.S - j0);
-        const T *qh = q + bh * d.L * d.E, *kh = k + bh * d.S * d.E, *vh = v + bh * d.S * d.Ev;
-        const T* doh = dout + bh * d.L * d.Ev;
+        const auto [qh, kh, vh, doh] = head(bh);
         std::fill(dk_acc.begin(), dk_acc.end(), T(0));
         std::fill(dv_acc.begin(), dv_acc.end(), T(0));
         const int64_t i_start = p.causal ? j0 / kBr * kBr : 0;  // causal: rows i < j0 see none of these keys
@@ -312,8 +315,7 @@ void backward(const Dims& d, const T* q, const T* k, const T* v, const MaskView<
       for (int64_t task = begin; task < end; ++task) {
         const int64_t bh = task / q_blocks, b = bh / d.H, h = bh % d.H;
         const int64_t i0 = zigzag(task % q_blocks, q_blocks) * kBr, nr = std::min(kBr, d.L - i0);
-        const T *qh = q + bh * d.L * d.E, *kh = k + bh * d.S * d.E, *vh = v + bh * d.S * d.Ev;
-        const T* doh = dout + bh * d.L * d.Ev;
+        const auto [qh, kh, vh, doh] = head(bh);
         std::fill(dq_acc.begin(), dq_acc.end(), T(0));
         const int64_t j_end = key_end(p, i0, nr, d.S);
         for (int64_t j0 = 0; j0 < j_end; j0 += kBc) {

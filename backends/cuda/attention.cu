@@ -16,12 +16,12 @@ namespace {
 
 using attention_math::OnlineSoftmax;
 
+// The sizes (B, H, L, S, E, Ev: checks::AttentionDims), the operands and the parameters of one call.
 template <typename T>
-struct AttentionArgs {
+struct AttentionArgs : checks::AttentionDims {
   const T *q, *k, *v, *mask, *out, *lse, *dout;
   T *out_w, *lse_w, *dq, *dk, *dv;
-  int64_t B, H, L, S, E, Ev;
-  int64_t mb, mh, ml, ms;  // the mask's strides ([B, H, L, S]; 0 where broadcast)
+  int64_t mask_strides[4];  // [B, H, L, S]; 0 where broadcast
   AttentionParams p;
 };
 
@@ -38,7 +38,8 @@ template <typename T>
 __device__ T row_score(const AttentionArgs<T>& a, int64_t bh, int64_t i, int64_t j) {
   const T dot = block_dot(a.q + (bh * a.L + i) * a.E, a.k + (bh * a.S + j) * a.E, a.E);
   const int64_t b = bh / a.H, h = bh % a.H;
-  const T m = a.mask != nullptr ? a.mask[b * a.mb + h * a.mh + i * a.ml + j * a.ms] : T(0);
+  const int64_t* ms = a.mask_strides;
+  const T m = a.mask != nullptr ? a.mask[b * ms[0] + h * ms[1] + i * ms[2] + j * ms[3]] : T(0);
   return attention_math::score(dot, a.p, m, i, j);
 }
 
@@ -115,24 +116,16 @@ __global__ void __launch_bounds__(kBlock) attention_backward_dkv_kernel(Attentio
 
 template <typename T>
 AttentionArgs<T> make_args(const checks::AttentionDims& d, const TensorArg& q, const TensorArg& k, const TensorArg& v,
-                           const TensorArg* mask, const AttentionParams& p) {
+                           const TensorArg* mask, const TensorArg& out, const TensorArg& lse, const AttentionParams& p) {
   AttentionArgs<T> a{};
+  static_cast<checks::AttentionDims&>(a) = d;
   a.q = q.ptr<T>();
   a.k = k.ptr<T>();
   a.v = v.ptr<T>();
-  a.B = d.B;
-  a.H = d.H;
-  a.L = d.L;
-  a.S = d.S;
-  a.E = d.E;
-  a.Ev = d.Ev;
-  if (mask != nullptr) {
-    a.mask = mask->ptr<T>();
-    a.mb = mask->strides[0];
-    a.mh = mask->strides[1];
-    a.ml = mask->strides[2];
-    a.ms = mask->strides[3];
-  }
+  a.out = a.out_w = out.ptr<T>();  // written by the forward, read by the backward
+  a.lse = a.lse_w = lse.ptr<T>();
+  a.mask = ptr_or_null<const T>(mask);
+  for (int i = 0; mask != nullptr && i < 4; ++i) a.mask_strides[i] = mask->strides[i];
   a.p = p;
   return a;
 }
@@ -145,10 +138,7 @@ void CudaBackend::attention_forward(const TensorArg& q, const TensorArg& k, cons
   DeviceContext& ctx = context(q.device_index);
   dispatch_floating(q.dtype, "scaled_dot_product_attention", [&](auto tag) {
     using T = decltype(tag);
-    AttentionArgs<T> a = make_args<T>(d, q, k, v, mask, p);
-    a.out_w = out.ptr<T>();
-    a.lse_w = lse.ptr<T>();
-    launch_rows(ctx.stream, d.B * d.H * d.L, attention_forward_kernel<T>, a);
+    launch_rows(ctx.stream, d.B * d.H * d.L, attention_forward_kernel<T>, make_args<T>(d, q, k, v, mask, out, lse, p));
   });
 }
 
@@ -161,9 +151,7 @@ void CudaBackend::attention_backward(const TensorArg& q, const TensorArg& k, con
   DeviceContext& ctx = context(q.device_index);
   dispatch_floating(q.dtype, "scaled_dot_product_attention_backward", [&](auto tag) {
     using T = decltype(tag);
-    AttentionArgs<T> a = make_args<T>(d, q, k, v, mask, p);
-    a.out = out.ptr<T>();
-    a.lse = lse.ptr<T>();
+    AttentionArgs<T> a = make_args<T>(d, q, k, v, mask, out, lse, p);
     a.dout = grad_out.ptr<T>();
     a.dq = ptr_or_null<T>(grad_q);
     a.dk = ptr_or_null<T>(grad_k);

@@ -1,8 +1,8 @@
 // max/avg pool2d over NCHW with own kernels: the checks (backends/checks.h), windows and window bodies
-// (backends/nn_math.h) of backends/cpu/pool.cpp, so the same scan order and NaN rule. Forward: one thread per
-// output element. Backward: one thread per grad_x element, which gathers from the
-// output windows covering it in (oh, ow) order — the CPU's order of accumulation, with no atomics, so the
-// result is deterministic (and matches the CPU's bit for bit).
+// (backends/nn_math.h) of backends/cpu/pool.cpp, so the same scan order and NaN rule. Forward: one thread
+// per output element. Backward: one thread per grad_x element, which gathers from the output windows
+// covering it in (oh, ow) order — the CPU's order of accumulation (the CPU scatters instead, which is faster
+// on one core), with no atomics, so the result is deterministic (and matches the CPU's bit for bit).
 #include "backends/checks.h"
 #include "backends/cuda/loops.cuh"
 #include "backends/nn_math.h"
