@@ -151,17 +151,10 @@ void ln_forward(const checks::RowDims& rows, const TensorArg& x, const TensorArg
   const T *w = ptr_or_null<const T>(weight), *b = ptr_or_null<const T>(bias);
   parallel_for(M, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, D)), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
-      const T* p = x.ptr<T>() + r * D;
-      double sum = 0, sq = 0;
-      for (int64_t d = 0; d < D; ++d) sum += p[d];
-      const double mean = sum / D;
-      for (int64_t d = 0; d < D; ++d) sq += nn_math::norm_sq_dev(p[d], mean);
-      const double invstd = nn_math::norm_invstd(sq / D, eps);
+      double mean, invstd;
+      nn_math::layer_norm_row(nn_math::SerialRow{}, x.ptr<T>() + r * D, w, b, y.ptr<T>() + r * D, D, eps, mean, invstd);
       save_mean.ptr<T>()[r] = static_cast<T>(mean);
       save_invstd.ptr<T>()[r] = static_cast<T>(invstd);
-      T* q = y.ptr<T>() + r * D;
-      for (int64_t d = 0; d < D; ++d)
-        q[d] = nn_math::layer_norm_value(p[d], mean, invstd, w ? w[d] : T(1), b ? b[d] : T(0));
     }
   });
 }
@@ -175,22 +168,9 @@ void ln_backward(const checks::RowDims& rows, const TensorArg& gy, const TensorA
   const T *mean = save_mean.ptr<T>(), *invstd = save_invstd.ptr<T>();
   if (gx != nullptr) {
     parallel_for(M, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, D)), [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) {
-        const T *g = gy.ptr<T>() + r * D, *p = x.ptr<T>() + r * D;
-        const double m = mean[r], is = invstd[r];
-        double sum_gw = 0, sum_gw_xhat = 0;
-        for (int64_t d = 0; d < D; ++d) {
-          const double gwd = nn_math::layer_norm_weighted_grad(g[d], w ? w[d] : T(1));
-          sum_gw += gwd;
-          sum_gw_xhat += gwd * nn_math::norm_xhat(p[d], m, is);
-        }
-        const nn_math::NormGrad coef = nn_math::layer_norm_grad(is, sum_gw, sum_gw_xhat, D);
-        T* out = gx->ptr<T>() + r * D;
-        for (int64_t d = 0; d < D; ++d) {
-          const double gwd = nn_math::layer_norm_weighted_grad(g[d], w ? w[d] : T(1));
-          out[d] = static_cast<T>(nn_math::norm_grad_input(coef, gwd, nn_math::norm_xhat(p[d], m, is)));
-        }
-      }
+      for (int64_t r = begin; r < end; ++r)
+        nn_math::layer_norm_backward_row(nn_math::SerialRow{}, gy.ptr<T>() + r * D, x.ptr<T>() + r * D, w,
+                                         gx->ptr<T>() + r * D, D, mean[r], invstd[r]);
     });
   }
   // Column sums over the rows, a tile of columns at a time with the rows streaming through the cache (not one

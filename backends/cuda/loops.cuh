@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "backends/cuda/cuda_backend.h"
+#include "backends/nn_math.h"
 #include "backends/strided.h"
 
 namespace ember::cuda {
@@ -120,6 +121,18 @@ __device__ Acc block_reduce(Acc v, F f) {
   __syncthreads();  // the shared array may be reused by the caller's next block_reduce
   return result;
 }
+
+// The `row` of nn_math's row bodies for a kBlock-thread block working on one row: thread t takes the
+// elements t, t + kBlock, ...; sum and max combine the threads' values in block_reduce's fixed order. Every
+// thread of the block must take part (the row bodies' control flow is uniform across the block).
+struct BlockRow {
+  template <typename F>
+  __device__ void each(int64_t n, F&& f) const {
+    for (int64_t j = threadIdx.x; j < n; j += kBlock) f(j);
+  }
+  template <typename A> __device__ A sum(A v) const { return block_reduce(v, nn_math::SumOp{}); }
+  template <typename A> __device__ A max(A v) const { return block_reduce(v, nn_math::MaxOp{}); }
+};
 
 // Records an error found by a kernel (the first one wins); see KernelError.
 __device__ inline void report_kernel_error(KernelError* e, KernelErrorCode code, int dim, long long value,

@@ -94,46 +94,25 @@ struct LayerNormArgs {
   double eps;
 };
 
+// One block per row, running nn_math's row bodies (the CPU's) with BlockRow.
 template <typename T>
 __global__ void __launch_bounds__(kBlock) layer_norm_forward_kernel(LayerNormArgs<T> a) {
   for (int64_t r = blockIdx.x; r < a.M; r += gridDim.x) {
-    const T* p = a.x + r * a.D;
-    double sum = 0, sq = 0;
-    for (int64_t d = threadIdx.x; d < a.D; d += kBlock) sum += p[d];
-    const double mean = block_reduce(sum, SumOp{}) / a.D;
-    for (int64_t d = threadIdx.x; d < a.D; d += kBlock) sq += nn_math::norm_sq_dev(p[d], mean);
-    const double invstd = nn_math::norm_invstd(block_reduce(sq, SumOp{}) / a.D, a.eps);
+    double mean, invstd;
+    nn_math::layer_norm_row(BlockRow{}, a.x + r * a.D, a.w, a.b, a.y + r * a.D, a.D, a.eps, mean, invstd);
     if (threadIdx.x == 0) {
       a.mean[r] = static_cast<T>(mean);
       a.invstd[r] = static_cast<T>(invstd);
     }
-    T* q = a.y + r * a.D;
-    for (int64_t d = threadIdx.x; d < a.D; d += kBlock)
-      q[d] = nn_math::layer_norm_value(p[d], mean, invstd, a.w != nullptr ? a.w[d] : T(1),
-                                       a.b != nullptr ? a.b[d] : T(0));
   }
 }
 
-// grad_x, one block per row.
+// grad_x.
 template <typename T>
 __global__ void __launch_bounds__(kBlock) layer_norm_backward_input_kernel(LayerNormArgs<T> a) {
-  for (int64_t r = blockIdx.x; r < a.M; r += gridDim.x) {
-    const T *g = a.gy + r * a.D, *p = a.x + r * a.D;
-    const double m = a.mean[r], is = a.invstd[r];
-    SumPair s{0, 0};  // Σg·w, Σg·w·x̂
-    for (int64_t d = threadIdx.x; d < a.D; d += kBlock) {
-      const double gwd = nn_math::layer_norm_weighted_grad(g[d], a.w != nullptr ? a.w[d] : T(1));
-      s.a += gwd;
-      s.b += gwd * nn_math::norm_xhat(p[d], m, is);
-    }
-    s = block_reduce(s, SumOp{});
-    const nn_math::NormGrad coef = nn_math::layer_norm_grad(is, s.a, s.b, a.D);
-    T* out = a.gx + r * a.D;
-    for (int64_t d = threadIdx.x; d < a.D; d += kBlock) {
-      const double gwd = nn_math::layer_norm_weighted_grad(g[d], a.w != nullptr ? a.w[d] : T(1));
-      out[d] = static_cast<T>(nn_math::norm_grad_input(coef, gwd, nn_math::norm_xhat(p[d], m, is)));
-    }
-  }
+  for (int64_t r = blockIdx.x; r < a.M; r += gridDim.x)
+    nn_math::layer_norm_backward_row(BlockRow{}, a.gy + r * a.D, a.x + r * a.D, a.w, a.gx + r * a.D, a.D, a.mean[r],
+                                     a.invstd[r]);
 }
 
 // grad_weight / grad_bias: column sums over the rows, one block per column.
