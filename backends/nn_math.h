@@ -173,45 +173,49 @@ EMBER_HOST_DEVICE double norm_grad_input(const NormGrad& c, double g, double xha
 
 // --- row bodies: one row of softmax, cross entropy, layer norm, for both backends -----------------------------
 // `row` says how the row's elements are shared out and how partial results combine:
-//   row.each(n, f)          f(j) for this worker's j in [0, n)
-//   row.sum(v), row.max(v)  every worker's v combined (every worker gets the result)
-// The CPU runs a row on one thread with SerialRow (every j in order; sum and max are the value itself), CUDA
-// on a kBlock-thread block with BlockRow (backends/cuda/loops.cuh: strided j, a fixed-order tree). So the
-// CPU tests run the GPU's row kernels; only the order of summation differs.
+//   row.each(n, f)                f(j) for this worker's j in [0, n)
+//   row.reduce(n, init, f, op)    op over init and f(j) for every j of the row (every worker gets the result)
+// The CPU runs a row on one thread with SerialRow (every j in order), CUDA on a kBlock-thread block with
+// BlockRow (backends/cuda/loops.cuh: strided j, then block_reduce's fixed tree). So the CPU tests run the
+// GPU's row kernels; only the order of summation differs. The bodies copy what they read in the loops into
+// const locals: a store to the row may not then alias them (the loops keep them in registers).
 struct SerialRow {
   template <typename F>
   EMBER_HOST_DEVICE void each(int64_t n, F&& f) const {
     for (int64_t j = 0; j < n; ++j) f(j);
   }
-  template <typename A> EMBER_HOST_DEVICE A sum(A v) const { return v; }
-  template <typename A> EMBER_HOST_DEVICE A max(A v) const { return v; }
+  template <typename A, typename F, typename Op>
+  EMBER_HOST_DEVICE A reduce(int64_t n, A init, F&& f, Op op) const {
+    A acc = init;
+    for (int64_t j = 0; j < n; ++j) acc = op(acc, f(j));
+    return acc;
+  }
 };
+
+template <typename T> EMBER_HOST_DEVICE T row_max_identity() { return -std::numeric_limits<T>::infinity(); }
 
 // softmax / log_softmax of x[0..D) into y.
 template <typename T, typename Row>
 EMBER_HOST_DEVICE void softmax_row(const Row& row, const T* x, T* y, int64_t D, bool log) {
-  T m = -std::numeric_limits<T>::infinity();
-  row.each(D, [&](int64_t j) { m = kernels::m_max(m, x[j]); });
-  m = row.max(m);
-  double s = 0;
+  const T m = row.reduce(D, row_max_identity<T>(), [=](int64_t j) { return x[j]; }, MaxOp{});
   if (log) {
-    row.each(D, [&](int64_t j) { s += softmax_term(x[j], m); });
-    const T log_sum = softmax_log_sum<T>(row.sum(s));
-    row.each(D, [&](int64_t j) { y[j] = log_softmax_value(x[j], m, log_sum); });
+    const double s = row.reduce(D, 0.0, [=](int64_t j) { return static_cast<double>(softmax_term(x[j], m)); }, SumOp{});
+    const T log_sum = softmax_log_sum<T>(s);
+    row.each(D, [=](int64_t j) { y[j] = log_softmax_value(x[j], m, log_sum); });
   } else {  // the terms go to y, then are scaled by 1/s
-    row.each(D, [&](int64_t j) { s += (y[j] = softmax_term(x[j], m)); });
-    const double inv = 1.0 / row.sum(s);
-    row.each(D, [&](int64_t j) { y[j] = softmax_value(y[j], inv); });
+    const double s = row.reduce(D, 0.0, [=](int64_t j) { return static_cast<double>(y[j] = softmax_term(x[j], m)); },
+                                SumOp{});
+    const double inv = 1.0 / s;
+    row.each(D, [=](int64_t j) { y[j] = softmax_value(y[j], inv); });
   }
 }
 
 // The gradient of one row of softmax / log_softmax from its output y and upstream gradient g.
 template <typename T, typename Row>
 EMBER_HOST_DEVICE void softmax_backward_row(const Row& row, const T* g, const T* y, T* gx, int64_t D, bool log) {
-  double dot = 0;  // log: Σg; softmax: Σg·y
-  row.each(D, [&](int64_t j) { dot += softmax_backward_term(g[j], y[j], log); });
-  dot = row.sum(dot);
-  row.each(D, [&](int64_t j) { gx[j] = softmax_backward_value(g[j], y[j], dot, log); });
+  // log: Σg; softmax: Σg·y
+  const double dot = row.reduce(D, 0.0, [=](int64_t j) { return softmax_backward_term(g[j], y[j], log); }, SumOp{});
+  row.each(D, [=](int64_t j) { gx[j] = softmax_backward_value(g[j], y[j], dot, log); });
 }
 
 // Cross entropy of one row x[0..C) with target t: its loss and log-sum-exp (for the backward). Returns
@@ -219,16 +223,12 @@ EMBER_HOST_DEVICE void softmax_backward_row(const Row& row, const T* g, const T*
 template <typename T, typename Row>
 EMBER_HOST_DEVICE bool xent_row(const Row& row, const T* x, int64_t t, int64_t C, int64_t ignore_index, double eps,
                                 T& loss, T& lse) {
-  T m = -std::numeric_limits<T>::infinity();
-  row.each(C, [&](int64_t j) { m = kernels::m_max(m, x[j]); });
-  m = row.max(m);
-  const bool valid = xent_target_valid(t, C, ignore_index);
-  SumPair s{0, 0};  // Σ exp(x - m); Σ (x - m) for label smoothing
-  row.each(C, [&](int64_t j) {
-    s.a += softmax_term(x[j], m);
-    if (valid && eps != 0) s.b += xent_smooth_term(x[j], m);
-  });
-  s = row.sum(s);
+  const T m = row.reduce(C, row_max_identity<T>(), [=](int64_t j) { return x[j]; }, MaxOp{});
+  const bool valid = xent_target_valid(t, C, ignore_index), smoothing = valid && eps != 0;
+  // Σ exp(x - m); Σ (x - m) for label smoothing
+  const SumPair s = row.reduce(C, SumPair{0, 0}, [=](int64_t j) {
+    return SumPair{static_cast<double>(softmax_term(x[j], m)), smoothing ? xent_smooth_term(x[j], m) : 0.0};
+  }, SumOp{});
   lse = logsumexp(m, s.a);
   loss = valid ? xent_loss(x[t], m, s.a, s.b, eps, C) : T(0);
   return valid || t == ignore_index;
@@ -239,47 +239,42 @@ EMBER_HOST_DEVICE bool xent_row(const Row& row, const T* x, int64_t t, int64_t C
 template <typename T, typename Row>
 EMBER_HOST_DEVICE void xent_backward_row(const Row& row, const T* x, int64_t t, int64_t C, int64_t ignore_index, T g,
                                          T l, T smooth, T hit, T* gx) {
-  if (!xent_target_valid(t, C, ignore_index)) {  // uniform across a CUDA block: nobody skips a row.sum
-    row.each(C, [&](int64_t j) { gx[j] = T(0); });
+  if (!xent_target_valid(t, C, ignore_index)) {  // uniform across a CUDA block: nobody skips a reduce
+    row.each(C, [=](int64_t j) { gx[j] = T(0); });
     return;
   }
-  double s = 0;  // the terms go to gx, then become the gradient
-  row.each(C, [&](int64_t j) { s += (gx[j] = softmax_term(x[j], l)); });
-  const double inv = 1.0 / row.sum(s);
-  row.each(C, [&](int64_t j) { gx[j] = xent_grad(gx[j], inv, g, smooth, hit, j == t); });
+  // the terms go to gx, then become the gradient
+  const double s = row.reduce(C, 0.0, [=](int64_t j) { return static_cast<double>(gx[j] = softmax_term(x[j], l)); },
+                              SumOp{});
+  const double inv = 1.0 / s;
+  row.each(C, [=](int64_t j) { gx[j] = xent_grad(gx[j], inv, g, smooth, hit, j == t); });
 }
 
 // Layer norm of one row x[0..D) into y (w, b: [D] or null), with its statistics into mean and invstd.
 template <typename T, typename Row>
 EMBER_HOST_DEVICE void layer_norm_row(const Row& row, const T* x, const T* w, const T* b, T* y, int64_t D, double eps,
                                       double& mean, double& invstd) {
-  double sum = 0, sq = 0;
-  row.each(D, [&](int64_t d) { sum += x[d]; });
-  mean = row.sum(sum) / D;
-  row.each(D, [&](int64_t d) { sq += norm_sq_dev(x[d], mean); });
-  invstd = norm_invstd(row.sum(sq) / D, eps);
-  const double m = mean, is = invstd;
-  row.each(D, [&](int64_t d) {
+  const double m = row.reduce(D, 0.0, [=](int64_t d) { return static_cast<double>(x[d]); }, SumOp{}) / D;
+  const double sq = row.reduce(D, 0.0, [=](int64_t d) { return norm_sq_dev(x[d], m); }, SumOp{});
+  const double is = norm_invstd(sq / D, eps);
+  row.each(D, [=](int64_t d) {
     y[d] = layer_norm_value(x[d], m, is, w != nullptr ? w[d] : T(1), b != nullptr ? b[d] : T(0));
   });
+  mean = m;
+  invstd = is;
 }
 
 // The input gradient of one layer-norm row from the forward's statistics (mean, invstd).
 template <typename T, typename Row>
 EMBER_HOST_DEVICE void layer_norm_backward_row(const Row& row, const T* g, const T* x, const T* w, T* gx, int64_t D,
                                                double mean, double invstd) {
-  SumPair s{0, 0};  // Σg·w, Σg·w·x̂
-  row.each(D, [&](int64_t d) {
-    const double gwd = layer_norm_weighted_grad(g[d], w != nullptr ? w[d] : T(1));
-    s.a += gwd;
-    s.b += gwd * norm_xhat(x[d], mean, invstd);
-  });
-  s = row.sum(s);
+  const auto weighted = [=](int64_t d) { return layer_norm_weighted_grad(g[d], w != nullptr ? w[d] : T(1)); };
+  const SumPair s = row.reduce(D, SumPair{0, 0}, [=](int64_t d) {  // Σg·w, Σg·w·x̂
+    const double gwd = weighted(d);
+    return SumPair{gwd, gwd * norm_xhat(x[d], mean, invstd)};
+  }, SumOp{});
   const NormGrad coef = layer_norm_grad(invstd, s.a, s.b, D);
-  row.each(D, [&](int64_t d) {
-    const double gwd = layer_norm_weighted_grad(g[d], w != nullptr ? w[d] : T(1));
-    gx[d] = static_cast<T>(norm_grad_input(coef, gwd, norm_xhat(x[d], mean, invstd)));
-  });
+  row.each(D, [=](int64_t d) { gx[d] = static_cast<T>(norm_grad_input(coef, weighted(d), norm_xhat(x[d], mean, invstd))); });
 }
 
 // --- pooling ---------------------------------------------------------------------------------------------

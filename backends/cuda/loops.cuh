@@ -123,15 +123,19 @@ __device__ Acc block_reduce(Acc v, F f) {
 }
 
 // The `row` of nn_math's row bodies for a kBlock-thread block working on one row: thread t takes the
-// elements t, t + kBlock, ...; sum and max combine the threads' values in block_reduce's fixed order. Every
+// elements t, t + kBlock, ...; reduce combines the threads' values in block_reduce's fixed order. Every
 // thread of the block must take part (the row bodies' control flow is uniform across the block).
 struct BlockRow {
   template <typename F>
   __device__ void each(int64_t n, F&& f) const {
     for (int64_t j = threadIdx.x; j < n; j += kBlock) f(j);
   }
-  template <typename A> __device__ A sum(A v) const { return block_reduce(v, nn_math::SumOp{}); }
-  template <typename A> __device__ A max(A v) const { return block_reduce(v, nn_math::MaxOp{}); }
+  template <typename A, typename F, typename Op>
+  __device__ A reduce(int64_t n, A init, F&& f, Op op) const {
+    A acc = init;
+    for (int64_t j = threadIdx.x; j < n; j += kBlock) acc = op(acc, f(j));
+    return block_reduce(acc, op);
+  }
 };
 
 // Records an error found by a kernel (the first one wins); see KernelError.
