@@ -164,6 +164,7 @@ void check_random(const TensorArg& out) {
 MatmulDims check_matmul(const TensorArg& a, const TensorArg& b, const TensorArg& out) {
   EMBER_CHECK(a.ndim == 3 && b.ndim == 3 && out.ndim == 3, "matmul (backend): expected 3-D operands");
   EMBER_CHECK(a.dtype == b.dtype && a.dtype == out.dtype, "matmul: operand dtypes differ");
+  EMBER_CHECK(a.dtype != DType::b8, "matmul: not defined for bool tensors");
   const MatmulDims d{out.shape[0], out.shape[1], out.shape[2], a.shape[2]};
   EMBER_CHECK(a.shape[0] == d.B && a.shape[1] == d.M && b.shape[0] == d.B && b.shape[1] == d.K && b.shape[2] == d.N,
               "matmul (backend): a ", ShapeOf{a}, ", b ", ShapeOf{b}, " and out ", ShapeOf{out},

@@ -129,6 +129,8 @@ TEST(OpChecks, IndexRandomMatmul) {
                            {"matmul (backend): a [1, 3, 4], b [1, 5, 5] and out [1, 3, 5] are not [B, M, K]"}));
   EXPECT_TRUE(throws_error([&] { checks::check_matmul(op({1, 3, 4}), op({1, 4, 5}, DType::f64), op({1, 3, 5})); },
                            {"matmul: operand dtypes differ"}));
+  EXPECT_TRUE(throws_error([&] { checks::check_matmul(op({1, 3, 4}, DType::b8), op({1, 4, 5}, DType::b8), op({1, 3, 5}, DType::b8)); },
+                           {"matmul: not defined for bool tensors"}));
 }
 
 TEST(OpChecks, OptimizerStep) {
