@@ -7,8 +7,9 @@
 #include <limits>
 
 #include "backends/backend.h"
+#include "backends/scalar_math.h"
 #include "base/host_device.h"
-#include "backends/kernels.h"
+#include "base/philox.h"
 
 namespace ember::attention_math {
 

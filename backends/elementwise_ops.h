@@ -2,11 +2,11 @@
 // The element-wise op tables: the one list of every element-wise op. The enums, their names, the float-only
 // rule, what autograd saves, the backends' dispatch, the public functions (ember::exp, Tensor::exp) and the
 // gradcheck coverage list are all generated from these lines; the math of each op is its functor in
-// backends/kernels.h (`kernels::<name>_fn`, forward and derivative).
+// backends/elementwise_math.h (`kernels::<name>_fn`, forward and derivative).
 //
 // Adding an element-wise op of one input (docs/architecture.md, "Add an element-wise op"):
 //   1. a line here,
-//   2. its functor `struct <name>_fn` in backends/kernels.h (forward + backward),
+//   2. its functor `struct <name>_fn` in backends/elementwise_math.h (forward + backward),
 //   3. a line in the test table tests/op_table.h (the coverage test fails until it is there).
 // Everything else (CPU and CUDA dispatch, ember::<name>, Tensor::<name>, autograd) follows from the line.
 #include <array>

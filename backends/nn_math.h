@@ -1,16 +1,18 @@
 #pragma once
 // The math of the fused NN ops, written once as EMBER_HOST_DEVICE helpers that backends/cpu/*.cpp and
-// backends/cuda/*.cu both call (as backends/kernels.h shares the element functors): the per-element and
-// per-row formulas of softmax / log_softmax / cross entropy and batch / layer norm, and the pooling windows.
-// Each backend keeps its own loops (OpenMP chunks vs thread blocks) and its own order of summation; what a
-// sum's terms are and what is done with the sum is here.
+// backends/cuda/*.cu both call (as backends/elementwise_math.h shares the element functors): the per-element
+// and per-row formulas of softmax / log_softmax / cross entropy and batch / layer norm, the whole row bodies
+// of softmax, cross entropy and layer norm (run by one CPU thread or one CUDA block: see SerialRow), and the
+// pooling windows. What a sum's terms are and what is done with the sum is here; each backend keeps its own
+// order of summation (in order on the CPU, a fixed tree on the GPU).
 // Plain ternaries, no std::min/max: those are host-only constexpr functions under nvcc.
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "backends/backend.h"
+#include "backends/scalar_math.h"
 #include "base/host_device.h"
-#include "backends/kernels.h"
 
 namespace ember::nn_math {
 
@@ -169,6 +171,112 @@ EMBER_HOST_DEVICE double norm_grad_input(const NormGrad& c, double g, double xha
   return c.k * (g - c.mean_g - xhat * c.mean_gxhat);
 }
 
+// --- row bodies: one row of softmax, cross entropy, layer norm, for both backends -----------------------------
+// `row` says how the row's elements are shared out and how partial results combine:
+//   row.each(n, f)                f(j) for this worker's j in [0, n)
+//   row.reduce(n, init, f, op)    op over init and f(j) for every j of the row (every worker gets the result)
+// The CPU runs a row on one thread with SerialRow (every j in order), CUDA on a kBlock-thread block with
+// BlockRow (backends/cuda/loops.cuh: strided j, then block_reduce's fixed tree). So the CPU tests run the
+// GPU's row kernels; only the order of summation differs. The bodies copy what they read in the loops into
+// const locals: a store to the row may not then alias them (the loops keep them in registers).
+struct SerialRow {
+  template <typename F>
+  EMBER_HOST_DEVICE void each(int64_t n, F&& f) const {
+    for (int64_t j = 0; j < n; ++j) f(j);
+  }
+  template <typename A, typename F, typename Op>
+  EMBER_HOST_DEVICE A reduce(int64_t n, A init, F&& f, Op op) const {
+    A acc = init;
+    for (int64_t j = 0; j < n; ++j) acc = op(acc, f(j));
+    return acc;
+  }
+};
+
+template <typename T> EMBER_HOST_DEVICE T row_max_identity() { return -std::numeric_limits<T>::infinity(); }
+
+// softmax / log_softmax of x[0..D) into y.
+template <typename T, typename Row>
+EMBER_HOST_DEVICE void softmax_row(const Row& row, const T* x, T* y, int64_t D, bool log) {
+  const T m = row.reduce(D, row_max_identity<T>(), [=](int64_t j) { return x[j]; }, MaxOp{});
+  if (log) {
+    const double s = row.reduce(D, 0.0, [=](int64_t j) { return static_cast<double>(softmax_term(x[j], m)); }, SumOp{});
+    const T log_sum = softmax_log_sum<T>(s);
+    row.each(D, [=](int64_t j) { y[j] = log_softmax_value(x[j], m, log_sum); });
+  } else {  // the terms go to y, then are scaled by 1/s
+    const double s = row.reduce(D, 0.0, [=](int64_t j) { return static_cast<double>(y[j] = softmax_term(x[j], m)); },
+                                SumOp{});
+    const double inv = 1.0 / s;
+    row.each(D, [=](int64_t j) { y[j] = softmax_value(y[j], inv); });
+  }
+}
+
+// The gradient of one row of softmax / log_softmax from its output y and upstream gradient g.
+template <typename T, typename Row>
+EMBER_HOST_DEVICE void softmax_backward_row(const Row& row, const T* g, const T* y, T* gx, int64_t D, bool log) {
+  // log: Σg; softmax: Σg·y
+  const double dot = row.reduce(D, 0.0, [=](int64_t j) { return softmax_backward_term(g[j], y[j], log); }, SumOp{});
+  row.each(D, [=](int64_t j) { gx[j] = softmax_backward_value(g[j], y[j], dot, log); });
+}
+
+// Cross entropy of one row x[0..C) with target t: its loss and log-sum-exp (for the backward). Returns
+// false when t is neither a class nor ignore_index (the backend reports it; the loss is then 0).
+template <typename T, typename Row>
+EMBER_HOST_DEVICE bool xent_row(const Row& row, const T* x, int64_t t, int64_t C, int64_t ignore_index, double eps,
+                                T& loss, T& lse) {
+  const T m = row.reduce(C, row_max_identity<T>(), [=](int64_t j) { return x[j]; }, MaxOp{});
+  const bool valid = xent_target_valid(t, C, ignore_index), smoothing = valid && eps != 0;
+  // Σ exp(x - m); Σ (x - m) for label smoothing
+  const SumPair s = row.reduce(C, SumPair{0, 0}, [=](int64_t j) {
+    return SumPair{static_cast<double>(softmax_term(x[j], m)), smoothing ? xent_smooth_term(x[j], m) : 0.0};
+  }, SumOp{});
+  lse = logsumexp(m, s.a);
+  loss = valid ? xent_loss(x[t], m, s.a, s.b, eps, C) : T(0);
+  return valid || t == ignore_index;
+}
+
+// The gradient of one row's cross entropy (g: the row's upstream gradient, l: its forward lse): zero where the
+// target is ignored or invalid, else xent_grad of each element.
+template <typename T, typename Row>
+EMBER_HOST_DEVICE void xent_backward_row(const Row& row, const T* x, int64_t t, int64_t C, int64_t ignore_index, T g,
+                                         T l, T smooth, T hit, T* gx) {
+  if (!xent_target_valid(t, C, ignore_index)) {  // uniform across a CUDA block: nobody skips a reduce
+    row.each(C, [=](int64_t j) { gx[j] = T(0); });
+    return;
+  }
+  // the terms go to gx, then become the gradient
+  const double s = row.reduce(C, 0.0, [=](int64_t j) { return static_cast<double>(gx[j] = softmax_term(x[j], l)); },
+                              SumOp{});
+  const double inv = 1.0 / s;
+  row.each(C, [=](int64_t j) { gx[j] = xent_grad(gx[j], inv, g, smooth, hit, j == t); });
+}
+
+// Layer norm of one row x[0..D) into y (w, b: [D] or null), with its statistics into mean and invstd.
+template <typename T, typename Row>
+EMBER_HOST_DEVICE void layer_norm_row(const Row& row, const T* x, const T* w, const T* b, T* y, int64_t D, double eps,
+                                      double& mean, double& invstd) {
+  const double m = row.reduce(D, 0.0, [=](int64_t d) { return static_cast<double>(x[d]); }, SumOp{}) / D;
+  const double sq = row.reduce(D, 0.0, [=](int64_t d) { return norm_sq_dev(x[d], m); }, SumOp{});
+  const double is = norm_invstd(sq / D, eps);
+  row.each(D, [=](int64_t d) {
+    y[d] = layer_norm_value(x[d], m, is, w != nullptr ? w[d] : T(1), b != nullptr ? b[d] : T(0));
+  });
+  mean = m;
+  invstd = is;
+}
+
+// The input gradient of one layer-norm row from the forward's statistics (mean, invstd).
+template <typename T, typename Row>
+EMBER_HOST_DEVICE void layer_norm_backward_row(const Row& row, const T* g, const T* x, const T* w, T* gx, int64_t D,
+                                               double mean, double invstd) {
+  const auto weighted = [=](int64_t d) { return layer_norm_weighted_grad(g[d], w != nullptr ? w[d] : T(1)); };
+  const SumPair s = row.reduce(D, SumPair{0, 0}, [=](int64_t d) {  // Σg·w, Σg·w·x̂
+    const double gwd = weighted(d);
+    return SumPair{gwd, gwd * norm_xhat(x[d], mean, invstd)};
+  }, SumOp{});
+  const NormGrad coef = layer_norm_grad(invstd, s.a, s.b, D);
+  row.each(D, [=](int64_t d) { gx[d] = static_cast<T>(norm_grad_input(coef, weighted(d), norm_xhat(x[d], mean, invstd))); });
+}
+
 // --- pooling ---------------------------------------------------------------------------------------------
 struct PoolWindow {
   int64_t h0, h1, w0, w1;  // clipped to the input: rows [h0, h1), columns [w0, w1)
@@ -205,6 +313,28 @@ EMBER_HOST_DEVICE PoolWindow pool_window(const Pool2dParams& p, int64_t H, int64
   h1 = h1 < H ? h1 : H;
   w1 = w1 < W ? w1 : W;
   return {h0, h1, w0, w1, p.count_include_pad ? padded : (h1 - h0) * (w1 - w0)};
+}
+
+// The forward of one output of a plane xp (rows of W elements) over its window: the max (its first maximum
+// in row-major order, a NaN winning: value into `best`, position h·W + w into `at`) or the average (the sum
+// over the window divided by win.divisor). The CPU's general path and CUDA's kernel compute every window
+// with these.
+template <typename T>
+EMBER_HOST_DEVICE void max_pool_window(const T* xp, int64_t W, const PoolWindow& win, T& best, int64_t& at) {
+  at = win.h0 * W + win.w0;
+  best = xp[at];
+  for (int64_t h = win.h0; h < win.h1; ++h)
+    for (int64_t w = win.w0; w < win.w1; ++w) {
+      const T v = xp[h * W + w];
+      if (v > best || v != v) best = v, at = h * W + w;
+    }
+}
+template <typename T>
+EMBER_HOST_DEVICE T avg_pool_window(const T* xp, int64_t W, const PoolWindow& win) {
+  T acc = 0;
+  for (int64_t h = win.h0; h < win.h1; ++h)
+    for (int64_t w = win.w0; w < win.w1; ++w) acc += xp[h * W + w];
+  return acc / static_cast<T>(win.divisor);
 }
 
 // The outputs along one dim whose window [o·stride - pad, o·stride - pad + kernel) contains input i:

@@ -10,19 +10,28 @@
 //   r = σ(x_r + h_r), z = σ(x_z + h_z), n = tanh(x_n + r·h_n), h' = n + z·(h - n).
 //   workspace [B, 4H] keeps (r, z, n, h_n); the backward takes it and h.
 #include <cstdint>
-#include <initializer_list>
-#include <tuple>
 
 #include "backends/backend.h"
-#include "base/error.h"
+#include "backends/checks.h"
+#include "backends/scalar_math.h"
+#include "base/dtype.h"
 #include "base/host_device.h"
-#include "backends/kernels.h"
 
 namespace ember::rnn_math {
 
 template <typename T>
 EMBER_HOST_DEVICE T sigmoid(T x) {
   return T(1) / (T(1) + kernels::m_exp(-x));
+}
+
+// Row b's four workspace values of unit j: (i, f, g, o) of the LSTM, (r, z, n, h_n) of the GRU, H apart.
+template <typename T>
+EMBER_HOST_DEVICE void store4(T* ws, int64_t b, int64_t j, int64_t H, T a0, T a1, T a2, T a3) {
+  T* w = ws + b * 4 * H + j;
+  w[0] = a0;
+  w[H] = a1;
+  w[2 * H] = a2;
+  w[3 * H] = a3;
 }
 
 // One element of the LSTM cell forward. gates [B, 4H], c_prev/h/c [B, H], ws [B, 4H].
@@ -35,11 +44,7 @@ EMBER_HOST_DEVICE void lstm_forward_at(int64_t b, int64_t j, int64_t H, const T*
   const T cn = f * c_prev[k] + i * g;
   c[k] = cn;
   h[k] = o * kernels::m_tanh(cn);
-  T* w = ws + b * 4 * H;
-  w[j] = i;
-  w[H + j] = f;
-  w[2 * H + j] = g;
-  w[3 * H + j] = o;
+  store4(ws, b, j, H, i, f, g, o);
 }
 
 // One element of the LSTM cell backward: from grad_h and grad_c (either may be null: zero) to the gradient
@@ -70,13 +75,8 @@ EMBER_HOST_DEVICE void gru_forward_at(int64_t b, int64_t j, int64_t H, const T* 
   const T r = sigmoid(x[j] + hg[j]), z = sigmoid(x[H + j] + hg[H + j]);
   const T hn = hg[2 * H + j];
   const T n = kernels::m_tanh(x[2 * H + j] + r * hn);
-  const int64_t k = b * H + j;
-  h[k] = n + z * (h_prev[k] - n);
-  T* w = ws + b * 4 * H;
-  w[j] = r;
-  w[H + j] = z;
-  w[2 * H + j] = n;
-  w[3 * H + j] = hn;
+  h[b * H + j] = n + z * (h_prev[b * H + j] - n);
+  store4(ws, b, j, H, r, z, n, hn);
 }
 
 // One element of the GRU cell backward: grad_h → the gradients of the input gates, the hidden gates and
@@ -106,53 +106,92 @@ EMBER_HOST_DEVICE void gru_backward_at(int64_t b, int64_t j, int64_t H, const T*
   if (grad_h_prev != nullptr) grad_h_prev[k] = gh * z;
 }
 
-// Host-side checks both backends run before a launch: `t` (optional ones may be null) is a contiguous
-// [B, width] operand of the reference's dtype. Returns nothing; throws naming the op and the operand.
-inline void check_cell_operand(const char* op, const char* name, const TensorArg* t, const TensorArg& ref, int64_t B,
-                               int64_t width) {
-  if (t == nullptr) return;
-  EMBER_CHECK(t->dtype == ref.dtype && t->is_contiguous() && t->numel() == B * width, op, ": ", name,
-              " must be a contiguous ", dtype_name(ref.dtype), " tensor of [", B, ", ", width, "] elements, got ",
-              dtype_name(t->dtype), " × ", t->numel(), t->is_contiguous() ? "" : " (not contiguous)");
+// The four cells as index-loop bodies, element i = (b, j) = (i / H, i % H) of [B, H]: what both backends
+// launch (the CPU's for_each_index, CUDA's launch_index) after checks::check_<cell>.
+template <typename T>
+struct LstmForward {
+  const T *gates, *c_prev;
+  T *h, *c, *ws;
+  int64_t H;
+  EMBER_HOST_DEVICE void operator()(int64_t i) const { lstm_forward_at(i / H, i % H, H, gates, c_prev, h, c, ws); }
+};
+template <typename T>
+struct LstmBackward {
+  const T *grad_h, *grad_c, *c_prev, *c, *ws;
+  T *grad_gates, *grad_c_prev;
+  int64_t H;
+  EMBER_HOST_DEVICE void operator()(int64_t i) const {
+    lstm_backward_at(i / H, i % H, H, grad_h, grad_c, c_prev, c, ws, grad_gates, grad_c_prev);
+  }
+};
+template <typename T>
+struct GruForward {
+  const T *input_gates, *hidden_gates, *h_prev;
+  T *h, *ws;
+  int64_t H;
+  EMBER_HOST_DEVICE void operator()(int64_t i) const {
+    gru_forward_at(i / H, i % H, H, input_gates, hidden_gates, h_prev, h, ws);
+  }
+};
+template <typename T>
+struct GruBackward {
+  const T *grad_h, *h_prev, *ws;
+  T *grad_input_gates, *grad_hidden_gates, *grad_h_prev;
+  int64_t H;
+  EMBER_HOST_DEVICE void operator()(int64_t i) const {
+    gru_backward_at(i / H, i % H, H, grad_h, h_prev, ws, grad_input_gates, grad_hidden_gates, grad_h_prev);
+  }
+};
+
+// Each cell entry of both backends: its check, its dtype, its body over the B·H elements.
+// `launch(n, body)` runs body(i) for i in [0, n) (the backend's index loop).
+template <typename Launch>
+void lstm_cell_forward(const TensorArg& gates, const TensorArg& c_prev, const TensorArg& h, const TensorArg& c,
+                       const TensorArg& workspace, Launch&& launch) {
+  const checks::CellDims d = checks::check_lstm_cell_forward(gates, c_prev, h, c, workspace);
+  dispatch_floating(c_prev.dtype, "lstm_cell", [&](auto tag) {
+    using T = decltype(tag);
+    launch(d.B * d.H, LstmForward<T>{gates.ptr<T>(), c_prev.ptr<T>(), h.ptr<T>(), c.ptr<T>(), workspace.ptr<T>(), d.H});
+  });
 }
 
-// Every operand check of one cell op, shared by both backends; returns {B, H} of the state `ref`
-// (c_prev for the LSTM, h_prev for the GRU).
-struct CellDims {
-  int64_t B, H;
-};
-inline CellDims check_cell_operands(const char* op, const char* ref_name, const TensorArg& ref,
-                                    std::initializer_list<std::tuple<const char*, const TensorArg*, int64_t>> operands) {
-  EMBER_CHECK(ref.ndim == 2, op, ": ", ref_name, " must be [B, H], got ", ref.ndim, " dims");
-  const int64_t B = ref.shape[0], H = ref.shape[1];
-  for (const auto& [name, t, gates] : operands) check_cell_operand(op, name, t, ref, B, gates * H);
-  return {B, H};
+template <typename Launch>
+void lstm_cell_backward(const TensorArg* grad_h, const TensorArg* grad_c, const TensorArg& c_prev, const TensorArg& c,
+                        const TensorArg& workspace, const TensorArg& grad_gates, const TensorArg* grad_c_prev,
+                        Launch&& launch) {
+  const checks::CellDims d =
+      checks::check_lstm_cell_backward(grad_h, grad_c, c_prev, c, workspace, grad_gates, grad_c_prev);
+  dispatch_floating(c_prev.dtype, "lstm_cell_backward", [&](auto tag) {
+    using T = decltype(tag);
+    launch(d.B * d.H, LstmBackward<T>{ptr_or_null<const T>(grad_h), ptr_or_null<const T>(grad_c), c_prev.ptr<T>(),
+                                      c.ptr<T>(), workspace.ptr<T>(), grad_gates.ptr<T>(), ptr_or_null<T>(grad_c_prev),
+                                      d.H});
+  });
 }
-inline CellDims check_lstm_forward(const TensorArg& gates, const TensorArg& c_prev, const TensorArg& h,
-                                   const TensorArg& c, const TensorArg& workspace) {
-  return check_cell_operands("lstm_cell", "c_prev", c_prev,
-                             {{"gates", &gates, 4}, {"h", &h, 1}, {"c", &c, 1}, {"workspace", &workspace, 4}});
+
+template <typename Launch>
+void gru_cell_forward(const TensorArg& input_gates, const TensorArg& hidden_gates, const TensorArg& h_prev,
+                      const TensorArg& h, const TensorArg& workspace, Launch&& launch) {
+  const checks::CellDims d = checks::check_gru_cell_forward(input_gates, hidden_gates, h_prev, h, workspace);
+  dispatch_floating(h_prev.dtype, "gru_cell", [&](auto tag) {
+    using T = decltype(tag);
+    launch(d.B * d.H, GruForward<T>{input_gates.ptr<T>(), hidden_gates.ptr<T>(), h_prev.ptr<T>(), h.ptr<T>(),
+                                    workspace.ptr<T>(), d.H});
+  });
 }
-inline CellDims check_lstm_backward(const TensorArg* grad_h, const TensorArg* grad_c, const TensorArg& c_prev,
-                                    const TensorArg& c, const TensorArg& workspace, const TensorArg& grad_gates,
-                                    const TensorArg* grad_c_prev) {
-  return check_cell_operands("lstm_cell_backward", "c_prev", c_prev,
-                             {{"grad_h", grad_h, 1}, {"grad_c", grad_c, 1}, {"c", &c, 1}, {"workspace", &workspace, 4},
-                              {"grad_gates", &grad_gates, 4}, {"grad_c_prev", grad_c_prev, 1}});
-}
-inline CellDims check_gru_forward(const TensorArg& input_gates, const TensorArg& hidden_gates, const TensorArg& h_prev,
-                                  const TensorArg& h, const TensorArg& workspace) {
-  return check_cell_operands("gru_cell", "h_prev", h_prev,
-                             {{"input_gates", &input_gates, 3}, {"hidden_gates", &hidden_gates, 3}, {"h", &h, 1},
-                              {"workspace", &workspace, 4}});
-}
-inline CellDims check_gru_backward(const TensorArg& grad_h, const TensorArg& h_prev, const TensorArg& workspace,
-                                   const TensorArg* grad_input_gates, const TensorArg* grad_hidden_gates,
-                                   const TensorArg* grad_h_prev) {
-  return check_cell_operands("gru_cell_backward", "h_prev", h_prev,
-                             {{"grad_h", &grad_h, 1}, {"workspace", &workspace, 4},
-                              {"grad_input_gates", grad_input_gates, 3}, {"grad_hidden_gates", grad_hidden_gates, 3},
-                              {"grad_h_prev", grad_h_prev, 1}});
+
+template <typename Launch>
+void gru_cell_backward(const TensorArg& grad_h, const TensorArg& h_prev, const TensorArg& workspace,
+                       const TensorArg* grad_input_gates, const TensorArg* grad_hidden_gates,
+                       const TensorArg* grad_h_prev, Launch&& launch) {
+  const checks::CellDims d =
+      checks::check_gru_cell_backward(grad_h, h_prev, workspace, grad_input_gates, grad_hidden_gates, grad_h_prev);
+  dispatch_floating(h_prev.dtype, "gru_cell_backward", [&](auto tag) {
+    using T = decltype(tag);
+    launch(d.B * d.H, GruBackward<T>{grad_h.ptr<T>(), h_prev.ptr<T>(), workspace.ptr<T>(),
+                                     ptr_or_null<T>(grad_input_gates), ptr_or_null<T>(grad_hidden_gates),
+                                     ptr_or_null<T>(grad_h_prev), d.H});
+  });
 }
 
 }  // namespace ember::rnn_math

@@ -155,6 +155,20 @@ struct IndexPlan {
   }
 };
 
+// One element of gather / scatter / scatter_add on an IndexPlan's operands: `it` is the iterated tensor's
+// element, `at` the addressed tensor's element at position 0 of `dim` (`other`'s), idx the index. Returns
+// false, doing nothing, when idx lies outside [0, limit). add(addressed, v) is scatter_add's addition (the CPU:
+// in place, one thread; CUDA: atomic).
+template <IndexOp kOp, typename T, typename Add>
+EMBER_HOST_DEVICE bool index_element(T* it, T* at, int64_t idx, int64_t limit, int64_t step, const Add& add) {
+  if (idx < 0 || idx >= limit) return false;
+  T* addressed = at + idx * step;
+  if constexpr (kOp == IndexOp::gather) *it = *addressed;
+  else if constexpr (kOp == IndexOp::scatter) *addressed = *it;
+  else add(addressed, *it);
+  return true;
+}
+
 // The rows along `dim` of `in` and of `other` (a tensor of in's shape, e.g. an output): offsets(o, ...)
 // gives the first element of row o in both; a row has in.shape[dim] elements, strides[dim] apart.
 inline ReductionPlan row_plan(const TensorArg& in, const TensorArg& other, int dim) {

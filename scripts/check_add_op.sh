@@ -2,7 +2,7 @@
 # Shows that adding an element-wise op takes the three edits docs/architecture.md promises, and nothing
 # else: in a copy of the tree it adds a throw-away op `cube` (x³, float-only) by
 #   1. one line in the op table      backends/elementwise_ops.h
-#   2. one functor                   backends/kernels.h  (forward + derivative)
+#   2. one functor                   backends/elementwise_math.h  (forward + derivative)
 #   3. one line in the test table    tests/op_table.h
 # then builds (CPU-only) and checks that the op is dispatched (ember::cube and Tensor::cube give x³), named
 # in errors ("cube: not defined for dtype i64"), passes gradcheck in every layout, and has its cases in the
@@ -27,7 +27,7 @@ def edit(path, anchor, text, after=True):
     assert s.count(anchor) == 1, f"{path}: anchor not found once: {anchor!r}"
     p.write_text(s.replace(anchor, anchor + text if after else text + anchor))
 edit("backends/elementwise_ops.h", '  X(silu, "silu", true, input)', ' \\\n  X(cube, "cube", true, input)')
-edit("backends/kernels.h", "struct pow_scalar_fn {",
+edit("backends/elementwise_math.h", "struct pow_scalar_fn {",
      "struct cube_fn { EMBER_FORWARD(x * x * x) EMBER_BACKWARD(g * T(3) * s * s) };\n", after=False)
 edit("tests/op_table.h", '    {"pow_scalar", {P({2, 3})}',
      '    {"cube", {N({2, 3})}, [](V x) { return cube(x[0]); }, [](H h) { return map1(h[0], [](double a) { return a * a * a; }); }},\n',

@@ -15,12 +15,14 @@
 // products (exp, the dropout factors, the softmax gradient) are vectorised: a local f32 exp, the dropout
 // mask one Philox block per four weights (attention_math::dropout_factors), and causally hidden keys skipped.
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdint>
 #include <limits>
 #include <vector>
 
 #include "backends/attention_math.h"
+#include "backends/checks.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/openblas.h"
 #include "base/parallel.h"
@@ -33,9 +35,7 @@ using attention_math::OnlineSoftmax;
 constexpr int64_t kBr = 64;  // query rows per task
 constexpr int64_t kBc = 128;  // keys per block
 
-struct Dims {
-  int64_t B, H, L, S, E, Ev;
-};
+using Dims = checks::AttentionDims;
 
 template <typename T>
 struct MaskView {  // the additive mask as a strided [B, H, L, S] view; absent: 0
@@ -246,6 +246,10 @@ void backward(const Dims& d, const T* q, const T* k, const T* v, const MaskView<
                });
   const T scale = static_cast<T>(p.scale);
   const int64_t q_blocks = (d.L + kBr - 1) / kBr, k_blocks = (d.S + kBc - 1) / kBc;
+  // The q, k, v and dO matrices of (batch, head) bh.
+  const auto head = [&](int64_t bh) {
+    return std::array<const T*, 4>{q + bh * d.L * d.E, k + bh * d.S * d.E, v + bh * d.S * d.Ev, dout + bh * d.L * d.Ev};
+  };
   // Enough (batch, head) tasks for the threads: one pass per (b, h) over key blocks × query blocks, each block
   // pair's scores and softmax gradient computed once for dK, dV and dQ (dQ accumulated in place in the output:
   // [L, E] of the task's own head). Otherwise (long sequences of few heads) the dK/dV pass and the dQ pass
@@ -255,8 +259,7 @@ void backward(const Dims& d, const T* q, const T* k, const T* v, const MaskView<
       std::vector<T> prob(kBr * kBc), ds(kBr * kBc), z(kBc), dk_acc(kBc * d.E), dv_acc(kBc * d.Ev);
       for (int64_t bh = begin; bh < end; ++bh) {
         const int64_t b = bh / d.H, h = bh % d.H;
-        const T *qh = q + bh * d.L * d.E, *kh = k + bh * d.S * d.E, *vh = v + bh * d.S * d.Ev;
-        const T* doh = dout + bh * d.L * d.Ev;
+        const auto [qh, kh, vh, doh] = head(bh);
         T* dqh = dq + bh * d.L * d.E;
         std::fill(dqh, dqh + d.L * d.E, T(0));
         for (int64_t j0 = 0; j0 < d.S; j0 += kBc) {
@@ -287,8 +290,7 @@ void backward(const Dims& d, const T* q, const T* k, const T* v, const MaskView<
       for (int64_t task = begin; task < end; ++task) {
         const int64_t bh = task / k_blocks, b = bh / d.H, h = bh % d.H;
         const int64_t j0 = zigzag(task % k_blocks, k_blocks) * kBc, nc = std::min(kBc, d.S - j0);
-        const T *qh = q + bh * d.L * d.E, *kh = k + bh * d.S * d.E, *vh = v + bh * d.S * d.Ev;
-        const T* doh = dout + bh * d.L * d.Ev;
+        const auto [qh, kh, vh, doh] = head(bh);
         std::fill(dk_acc.begin(), dk_acc.end(), T(0));
         std::fill(dv_acc.begin(), dv_acc.end(), T(0));
         const int64_t i_start = p.causal ? j0 / kBr * kBr : 0;  // causal: rows i < j0 see none of these keys
@@ -313,8 +315,7 @@ void backward(const Dims& d, const T* q, const T* k, const T* v, const MaskView<
       for (int64_t task = begin; task < end; ++task) {
         const int64_t bh = task / q_blocks, b = bh / d.H, h = bh % d.H;
         const int64_t i0 = zigzag(task % q_blocks, q_blocks) * kBr, nr = std::min(kBr, d.L - i0);
-        const T *qh = q + bh * d.L * d.E, *kh = k + bh * d.S * d.E, *vh = v + bh * d.S * d.Ev;
-        const T* doh = dout + bh * d.L * d.Ev;
+        const auto [qh, kh, vh, doh] = head(bh);
         std::fill(dq_acc.begin(), dq_acc.end(), T(0));
         const int64_t j_end = key_end(p, i0, nr, d.S);
         for (int64_t j0 = 0; j0 < j_end; j0 += kBc) {
@@ -330,31 +331,11 @@ void backward(const Dims& d, const T* q, const T* k, const T* v, const MaskView<
   }
 }
 
-Dims check_dims(const char* op, const TensorArg& q, const TensorArg& k, const TensorArg& v, const TensorArg* mask,
-                const TensorArg& out, const TensorArg& lse) {
-  EMBER_CHECK(q.ndim == 4 && k.ndim == 4 && v.ndim == 4 && out.ndim == 4 && lse.ndim == 3, op,
-              ": expected q, k, v, out [B, H, *, *] and lse [B, H, L]");
-  const Dims d{q.shape[0], q.shape[1], q.shape[2], k.shape[2], q.shape[3], v.shape[3]};
-  for (const TensorArg* t : {&q, &k, &v, &out, &lse}) {
-    EMBER_CHECK(t->is_contiguous() && t->dtype == q.dtype, op, ": q, k, v, out and lse must be contiguous and of ",
-                "one dtype");
-    EMBER_CHECK(t->shape[0] == d.B && t->shape[1] == d.H, op, ": q, k, v, out and lse must share [B, H]");
-  }
-  EMBER_CHECK(k.shape[3] == d.E && v.shape[2] == d.S && out.shape[2] == d.L && out.shape[3] == d.Ev &&
-                  lse.shape[2] == d.L,
-              op, ": shapes of q [B, H, L, E], k [B, H, S, E], v [B, H, S, Ev], out [B, H, L, Ev] do not agree");
-  if (mask != nullptr)
-    EMBER_CHECK(mask->ndim == 4 && mask->dtype == q.dtype && mask->shape[0] == d.B && mask->shape[1] == d.H &&
-                    mask->shape[2] == d.L && mask->shape[3] == d.S,
-                op, ": the mask must be a [B, H, L, S] view of q's dtype");
-  return d;
-}
-
 }  // namespace
 
 void CpuBackend::attention_forward(const TensorArg& q, const TensorArg& k, const TensorArg& v, const TensorArg* mask,
                                    const TensorArg& out, const TensorArg& lse, const AttentionParams& p) {
-  const Dims d = check_dims("scaled_dot_product_attention", q, k, v, mask, out, lse);
+  const Dims d = checks::check_attention_forward(q, k, v, mask, out, lse, p);
   dispatch_floating(q.dtype, "scaled_dot_product_attention", [&](auto tag) {
     using T = decltype(tag);
     forward<T>(d, q.ptr<T>(), k.ptr<T>(), v.ptr<T>(), mask_view<T>(mask), out.ptr<T>(), lse.ptr<T>(), p);
@@ -365,15 +346,8 @@ void CpuBackend::attention_backward(const TensorArg& q, const TensorArg& k, cons
                                     const TensorArg& out, const TensorArg& lse, const TensorArg& grad_out,
                                     const TensorArg* grad_q, const TensorArg* grad_k, const TensorArg* grad_v,
                                     const AttentionParams& p) {
-  const char* op = "scaled_dot_product_attention_backward";
-  const Dims d = check_dims(op, q, k, v, mask, out, lse);
-  for (const auto& [g, like] : {std::pair{&grad_out, &out}, std::pair{grad_q, &q}, std::pair{grad_k, &k},
-                                std::pair{grad_v, &v}}) {
-    if (g == nullptr) continue;
-    EMBER_CHECK(g->is_contiguous() && g->dtype == q.dtype && g->numel() == like->numel(), op,
-                ": gradients must be contiguous, of q's dtype and of their operand's size");
-  }
-  dispatch_floating(q.dtype, op, [&](auto tag) {
+  const Dims d = checks::check_attention_backward(q, k, v, mask, out, lse, grad_out, grad_q, grad_k, grad_v, p);
+  dispatch_floating(q.dtype, "scaled_dot_product_attention_backward", [&](auto tag) {
     using T = decltype(tag);
     backward<T>(d, q.ptr<T>(), k.ptr<T>(), v.ptr<T>(), mask_view<T>(mask), out.ptr<T>(), lse.ptr<T>(),
                 grad_out.ptr<T>(), ptr_or_null<T>(grad_q), ptr_or_null<T>(grad_k), ptr_or_null<T>(grad_v), p);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backends/checks.h"
 #include "backends/cpu/conv_onednn.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/openblas.h"
@@ -211,6 +212,7 @@ void conv_backward(CpuBackend& be, const ConvGeometry& g, const T* x, const T* w
 
 void CpuBackend::conv2d_forward(const TensorArg& x, const TensorArg& w, const TensorArg* bias, const TensorArg& y,
                                 const Conv2dParams& p) {
+  checks::check_conv2d_forward(x, w, bias, y, p);
   if (onednn_conv2d_forward(x, w, bias, y, p)) return;
   const ConvGeometry g(x, w, y, p);
   dispatch_floating(x.dtype, "conv2d", [&](auto tag) {
@@ -222,6 +224,7 @@ void CpuBackend::conv2d_forward(const TensorArg& x, const TensorArg& w, const Te
 void CpuBackend::conv2d_backward(const TensorArg& x, const TensorArg& w, const TensorArg& grad_y,
                                  const TensorArg* grad_x, const TensorArg* grad_w, const TensorArg* grad_bias,
                                  const Conv2dParams& p) {
+  checks::check_conv2d_backward(x, w, grad_y, grad_x, grad_w, grad_bias, p);
   if (onednn_conv2d_backward(x, w, grad_y, grad_x, grad_w, grad_bias, p)) return;
   const ConvGeometry g(x, w, grad_y, p);
   dispatch_floating(x.dtype, "conv2d_backward", [&](auto tag) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "backends/checks.h"
 #include "backends/cpu/openblas.h"
 #include "backends/cpu/strided_loop.h"
 #include "base/log.h"
@@ -86,6 +87,7 @@ void copy_cast(const TensorArg& src, const TensorArg& dst) {
 }  // namespace
 
 void CpuBackend::copy(const TensorArg& src, const TensorArg& dst) {
+  checks::check_copy(src, dst);
   dispatch_dtype(src.dtype, "copy", [&](auto from) {
     dispatch_dtype(dst.dtype, "copy", [&](auto to) { copy_cast<decltype(from), decltype(to)>(src, dst); });
   });

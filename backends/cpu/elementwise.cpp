@@ -1,10 +1,11 @@
-// unary, binary and where: strided loops around the functors of backends/kernels.h.
-#include <limits>
+// unary, binary and where: strided loops around the functors of backends/elementwise_math.h.
 #include <type_traits>
 
+#include "backends/checks.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/strided_loop.h"
-#include "backends/kernels.h"
+#include "backends/dispatch.h"
+#include "backends/elementwise_math.h"
 
 namespace ember::cpu {
 namespace {
@@ -50,8 +51,7 @@ void binary_loop(const TensorArg& a, const TensorArg& b, const TensorArg& out, F
 }  // namespace
 
 void CpuBackend::unary(UnaryOp op, const TensorArg& in, const TensorArg& out, double alpha, double beta) {
-  EMBER_CHECK(in.dtype == out.dtype, "unary: input ", dtype_name(in.dtype), " and output ",
-              dtype_name(out.dtype), " differ");
+  checks::check_unary(op, in, out);
   kernels::dispatch_unary(op, in.dtype, [&](auto op_c, auto tag) {
     using T = decltype(tag);
     unary_loop<T, T>(in, out, kernels::UnaryFn<decltype(op_c)::value, T>{param_cast<T>(alpha), param_cast<T>(beta)});
@@ -60,8 +60,7 @@ void CpuBackend::unary(UnaryOp op, const TensorArg& in, const TensorArg& out, do
 
 void CpuBackend::unary_backward(UnaryOp op, const TensorArg& grad_out, const TensorArg& saved,
                                 const TensorArg& grad_in, double alpha, double beta) {
-  EMBER_CHECK(grad_out.dtype == saved.dtype && grad_out.dtype == grad_in.dtype, op_name(op),
-              " backward: dtypes differ");
+  checks::check_unary_backward(op, grad_out, saved, grad_in);
   kernels::dispatch_unary_backward(op, grad_out.dtype, [&](auto op_c, auto tag) {
     using T = decltype(tag);
     binary_loop<T, T>(grad_out, saved, grad_in,
@@ -70,19 +69,17 @@ void CpuBackend::unary_backward(UnaryOp op, const TensorArg& grad_out, const Ten
 }
 
 void CpuBackend::binary(BinaryOp op, const TensorArg& a, const TensorArg& b, const TensorArg& out) {
-  EMBER_CHECK(a.dtype == b.dtype, "binary: inputs ", dtype_name(a.dtype), " and ", dtype_name(b.dtype), " differ");
+  checks::check_binary(op, a, b, out);
   kernels::dispatch_binary(op, a.dtype, [&](auto op_c, auto tag) {
     constexpr BinaryOp kOp = decltype(op_c)::value;
     using T = decltype(tag);
     using Out = std::conditional_t<is_comparison(kOp), bool, T>;
-    EMBER_CHECK(out.dtype == dtype_v<Out>, "binary: output dtype ", dtype_name(out.dtype), ", expected ",
-                dtype_name(dtype_v<Out>));
     binary_loop<Out, T>(a, b, out, kernels::BinaryFn<kOp, T>{});
   });
 }
 
 void CpuBackend::where(const TensorArg& cond, const TensorArg& a, const TensorArg& b, const TensorArg& out) {
-  EMBER_CHECK(cond.dtype == DType::b8, "where: condition must be bool, got ", dtype_name(cond.dtype));
+  checks::check_where(cond, a, b, out);
   dispatch_dtype(out.dtype, "where", [&](auto tag) {
     using T = decltype(tag);
     strided_loop<4>({&out, &cond, &a, &b}, [](char** p, const int64_t* s, int64_t n) {

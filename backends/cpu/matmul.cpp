@@ -1,4 +1,5 @@
 // Batched GEMM through OpenBLAS. a [B, M, K], b [B, K, N], out [B, M, N] contiguous.
+#include "backends/checks.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/openblas.h"
 #include "base/parallel.h"
@@ -21,9 +22,8 @@ void naive_gemm(int64_t M, int64_t N, int64_t K, const T* a, int64_t as0, int64_
 }  // namespace
 
 void CpuBackend::matmul(const TensorArg& a, const TensorArg& b, const TensorArg& out) {
-  EMBER_CHECK(a.ndim == 3 && b.ndim == 3 && out.ndim == 3, "matmul (backend): expected 3-D operands");
-  EMBER_CHECK(a.dtype == b.dtype && a.dtype == out.dtype, "matmul: operand dtypes differ");
-  const int64_t B = out.shape[0], M = out.shape[1], N = out.shape[2], K = a.shape[2];
+  const checks::MatmulDims d = checks::check_matmul(a, b, out);
+  const int64_t B = d.B, M = d.M, N = d.N, K = d.K;  // not a structured binding: lambdas capture them below
   if (B == 0 || M == 0 || N == 0) return;
   if (K == 0) {
     fill(out, 0.0);

@@ -4,9 +4,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "backends/checks.h"
 #include "backends/cpu/cpu_backend.h"
-#include "base/parallel.h"
 #include "backends/nn_math.h"
+#include "base/parallel.h"
 
 namespace ember::cpu {
 namespace {
@@ -44,15 +45,12 @@ double channel_sum(const T* first_row, int64_t N, int64_t row_stride, int64_t S,
 }
 
 template <typename T>
-void bn_forward(const TensorArg& x, const TensorArg* weight, const TensorArg* bias, const TensorArg* running_mean,
-                const TensorArg* running_var, const TensorArg& y, const TensorArg& save_mean,
-                const TensorArg& save_invstd, bool training, double momentum, double eps) {
-  const int64_t N = x.shape[0], C = x.shape[1], S = x.numel() / std::max<int64_t>(1, N * C), count = N * S;
+void bn_forward(const checks::BatchNormDims& d, const TensorArg& x, const TensorArg* weight, const TensorArg* bias,
+                const TensorArg* running_mean, const TensorArg* running_var, const TensorArg& y,
+                const TensorArg& save_mean, const TensorArg& save_invstd, bool training, double momentum, double eps) {
+  const int64_t N = d.N, C = d.C, S = d.S, count = N * S;
   const T *w = ptr_or_null<const T>(weight), *b = ptr_or_null<const T>(bias);
   T *rm = ptr_or_null<T>(running_mean), *rv = ptr_or_null<T>(running_var);
-  EMBER_CHECK(training || (rm != nullptr && rv != nullptr), "batch_norm: eval mode needs running statistics");
-  EMBER_CHECK(!training || count > 1, "batch_norm: training needs more than one value per channel, got input shape [",
-              N, ", ", C, ", ...] with ", count, " value(s) per channel; use a larger batch or eval()");
   parallel_for(C, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, count)), [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) {
       double mean, invstd;
@@ -85,10 +83,10 @@ void bn_forward(const TensorArg& x, const TensorArg* weight, const TensorArg* bi
 }
 
 template <typename T>
-void bn_backward(const TensorArg& gy, const TensorArg& x, const TensorArg* weight, const TensorArg& save_mean,
-                 const TensorArg& save_invstd, const TensorArg* gx, const TensorArg* gw, const TensorArg* gb,
-                 bool training) {
-  const int64_t N = x.shape[0], C = x.shape[1], S = x.numel() / std::max<int64_t>(1, N * C), count = N * S;
+void bn_backward(const checks::BatchNormDims& d, const TensorArg& gy, const TensorArg& x, const TensorArg* weight,
+                 const TensorArg& save_mean, const TensorArg& save_invstd, const TensorArg* gx, const TensorArg* gw,
+                 const TensorArg* gb, bool training) {
+  const int64_t N = d.N, C = d.C, S = d.S, count = N * S;
   const T* w = ptr_or_null<const T>(weight);
   parallel_for(C, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, count)), [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) {
@@ -147,51 +145,32 @@ void bn_backward(const TensorArg& gy, const TensorArg& x, const TensorArg* weigh
 }
 
 template <typename T>
-void ln_forward(const TensorArg& x, const TensorArg* weight, const TensorArg* bias, const TensorArg& y,
-                const TensorArg& save_mean, const TensorArg& save_invstd, double eps) {
-  const int64_t D = x.shape[x.ndim - 1], M = D == 0 ? 0 : x.numel() / D;
+void ln_forward(const checks::RowDims& rows, const TensorArg& x, const TensorArg* weight, const TensorArg* bias,
+                const TensorArg& y, const TensorArg& save_mean, const TensorArg& save_invstd, double eps) {
+  const int64_t D = rows.D, M = rows.M;
   const T *w = ptr_or_null<const T>(weight), *b = ptr_or_null<const T>(bias);
   parallel_for(M, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, D)), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
-      const T* p = x.ptr<T>() + r * D;
-      double sum = 0, sq = 0;
-      for (int64_t d = 0; d < D; ++d) sum += p[d];
-      const double mean = sum / D;
-      for (int64_t d = 0; d < D; ++d) sq += nn_math::norm_sq_dev(p[d], mean);
-      const double invstd = nn_math::norm_invstd(sq / D, eps);
+      double mean, invstd;
+      nn_math::layer_norm_row(nn_math::SerialRow{}, x.ptr<T>() + r * D, w, b, y.ptr<T>() + r * D, D, eps, mean, invstd);
       save_mean.ptr<T>()[r] = static_cast<T>(mean);
       save_invstd.ptr<T>()[r] = static_cast<T>(invstd);
-      T* q = y.ptr<T>() + r * D;
-      for (int64_t d = 0; d < D; ++d)
-        q[d] = nn_math::layer_norm_value(p[d], mean, invstd, w ? w[d] : T(1), b ? b[d] : T(0));
     }
   });
 }
 
 template <typename T>
-void ln_backward(const TensorArg& gy, const TensorArg& x, const TensorArg* weight, const TensorArg& save_mean,
-                 const TensorArg& save_invstd, const TensorArg* gx, const TensorArg* gw, const TensorArg* gb) {
-  const int64_t D = x.shape[x.ndim - 1], M = D == 0 ? 0 : x.numel() / D;
+void ln_backward(const checks::RowDims& rows, const TensorArg& gy, const TensorArg& x, const TensorArg* weight,
+                 const TensorArg& save_mean, const TensorArg& save_invstd, const TensorArg* gx, const TensorArg* gw,
+                 const TensorArg* gb) {
+  const int64_t D = rows.D, M = rows.M;
   const T* w = ptr_or_null<const T>(weight);
   const T *mean = save_mean.ptr<T>(), *invstd = save_invstd.ptr<T>();
   if (gx != nullptr) {
     parallel_for(M, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, D)), [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) {
-        const T *g = gy.ptr<T>() + r * D, *p = x.ptr<T>() + r * D;
-        const double m = mean[r], is = invstd[r];
-        double sum_gw = 0, sum_gw_xhat = 0;
-        for (int64_t d = 0; d < D; ++d) {
-          const double gwd = nn_math::layer_norm_weighted_grad(g[d], w ? w[d] : T(1));
-          sum_gw += gwd;
-          sum_gw_xhat += gwd * nn_math::norm_xhat(p[d], m, is);
-        }
-        const nn_math::NormGrad coef = nn_math::layer_norm_grad(is, sum_gw, sum_gw_xhat, D);
-        T* out = gx->ptr<T>() + r * D;
-        for (int64_t d = 0; d < D; ++d) {
-          const double gwd = nn_math::layer_norm_weighted_grad(g[d], w ? w[d] : T(1));
-          out[d] = static_cast<T>(nn_math::norm_grad_input(coef, gwd, nn_math::norm_xhat(p[d], m, is)));
-        }
-      }
+      for (int64_t r = begin; r < end; ++r)
+        nn_math::layer_norm_backward_row(nn_math::SerialRow{}, gy.ptr<T>() + r * D, x.ptr<T>() + r * D, w,
+                                         gx->ptr<T>() + r * D, D, mean[r], invstd[r]);
     });
   }
   // Column sums over the rows, a tile of columns at a time with the rows streaming through the cache (not one
@@ -228,8 +207,10 @@ void CpuBackend::batch_norm_forward(const TensorArg& x, const TensorArg* weight,
                                     const TensorArg* running_mean, const TensorArg* running_var, const TensorArg& y,
                                     const TensorArg& save_mean, const TensorArg& save_invstd, bool training,
                                     double momentum, double eps) {
+  const checks::BatchNormDims d = checks::check_batch_norm_forward(x, weight, bias, running_mean, running_var, y,
+                                                                   save_mean, save_invstd, training);
   dispatch_floating(x.dtype, "batch_norm", [&](auto tag) {
-    bn_forward<decltype(tag)>(x, weight, bias, running_mean, running_var, y, save_mean, save_invstd, training,
+    bn_forward<decltype(tag)>(d, x, weight, bias, running_mean, running_var, y, save_mean, save_invstd, training,
                               momentum, eps);
   });
 }
@@ -237,23 +218,28 @@ void CpuBackend::batch_norm_forward(const TensorArg& x, const TensorArg* weight,
 void CpuBackend::batch_norm_backward(const TensorArg& grad_y, const TensorArg& x, const TensorArg* weight,
                                      const TensorArg& save_mean, const TensorArg& save_invstd, const TensorArg* grad_x,
                                      const TensorArg* grad_weight, const TensorArg* grad_bias, bool training) {
+  const checks::BatchNormDims d = checks::check_batch_norm_backward(grad_y, x, weight, save_mean, save_invstd, grad_x,
+                                                                    grad_weight, grad_bias);
   dispatch_floating(x.dtype, "batch_norm_backward", [&](auto tag) {
-    bn_backward<decltype(tag)>(grad_y, x, weight, save_mean, save_invstd, grad_x, grad_weight, grad_bias, training);
+    bn_backward<decltype(tag)>(d, grad_y, x, weight, save_mean, save_invstd, grad_x, grad_weight, grad_bias, training);
   });
 }
 
 void CpuBackend::layer_norm_forward(const TensorArg& x, const TensorArg* weight, const TensorArg* bias,
                                     const TensorArg& y, const TensorArg& save_mean, const TensorArg& save_invstd,
                                     double eps) {
+  const checks::RowDims d = checks::check_layer_norm_forward(x, weight, bias, y, save_mean, save_invstd);
   dispatch_floating(x.dtype, "layer_norm",
-                    [&](auto tag) { ln_forward<decltype(tag)>(x, weight, bias, y, save_mean, save_invstd, eps); });
+                    [&](auto tag) { ln_forward<decltype(tag)>(d, x, weight, bias, y, save_mean, save_invstd, eps); });
 }
 
 void CpuBackend::layer_norm_backward(const TensorArg& grad_y, const TensorArg& x, const TensorArg* weight,
                                      const TensorArg& save_mean, const TensorArg& save_invstd, const TensorArg* grad_x,
                                      const TensorArg* grad_weight, const TensorArg* grad_bias) {
+  const checks::RowDims d =
+      checks::check_layer_norm_backward(grad_y, x, weight, save_mean, save_invstd, grad_x, grad_weight, grad_bias);
   dispatch_floating(x.dtype, "layer_norm_backward", [&](auto tag) {
-    ln_backward<decltype(tag)>(grad_y, x, weight, save_mean, save_invstd, grad_x, grad_weight, grad_bias);
+    ln_backward<decltype(tag)>(d, grad_y, x, weight, save_mean, save_invstd, grad_x, grad_weight, grad_bias);
   });
 }
 

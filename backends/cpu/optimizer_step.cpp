@@ -1,19 +1,21 @@
 // Fused optimizer updates: the shared OptimizerStep functor over contiguous parameters.
+#include "backends/checks.h"
 #include "backends/cpu/cpu_backend.h"
+#include "backends/dispatch.h"
+#include "backends/optimizer_math.h"
 #include "base/parallel.h"
-#include "backends/kernels.h"
 
 namespace ember::cpu {
 
 void CpuBackend::optimizer_step(OptimizerOp op, const OptimizerParams& p, const TensorArg& param,
                                 const TensorArg& grad, const TensorArg* s0, const TensorArg* s1, const TensorArg* s2) {
-  EMBER_CHECK(param.is_contiguous() && grad.is_contiguous(), "optimizer step: parameter and gradient must be contiguous");
+  checks::check_optimizer_step(op, p, param, grad, s0, s1, s2);
   dispatch_floating(param.dtype, "optimizer step", [&](auto tag) {
     using T = decltype(tag);
     const kernels::OptimizerStep<T> f(p);
     T* w = param.ptr<T>();
     const T* g = grad.ptr<T>();
-    T *b0 = s0 ? s0->ptr<T>() : nullptr, *b1 = s1 ? s1->ptr<T>() : nullptr, *b2 = s2 ? s2->ptr<T>() : nullptr;
+    T *b0 = ptr_or_null<T>(s0), *b1 = ptr_or_null<T>(s1), *b2 = ptr_or_null<T>(s2);
     const auto run = [&](auto op_c) {
       constexpr OptimizerOp kOp = decltype(op_c)::value;
       parallel_for(param.numel(), kGrainSize, [&](int64_t begin, int64_t end) {

@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <vector>
 
+#include "backends/checks.h"
 #include "backends/cpu/cpu_backend.h"
-#include "base/parallel.h"
-#include "backends/kernels.h"
 #include "backends/nn_math.h"
+#include "base/parallel.h"
 
 namespace ember::cpu {
 namespace {
@@ -94,8 +94,9 @@ void max_unpool_2x2(const T* __restrict g, const int64_t* __restrict idx, T* __r
 }
 
 template <typename T>
-void pool_forward(PoolOp op, const TensorArg& x, const TensorArg& y, int64_t* indices, const Pool2dParams& p) {
-  const int64_t planes = x.shape[0] * x.shape[1], H = x.shape[2], W = x.shape[3], OH = y.shape[2], OW = y.shape[3];
+void pool_forward(PoolOp op, const checks::PoolDims& d, const TensorArg& x, const TensorArg& y, int64_t* indices,
+                  const Pool2dParams& p) {
+  const int64_t planes = d.planes, H = d.H, W = d.W, OH = d.OH, OW = d.OW;
   const T* in = x.ptr<T>();
   T* out = y.ptr<T>();
   const bool fast_2x2 = op == PoolOp::max && is_2x2(p, H, W, OH, OW);
@@ -117,20 +118,13 @@ void pool_forward(PoolOp op, const TensorArg& x, const TensorArg& y, int64_t* in
           const Window win = window(p, H, W, OH, OW, oh, ow);
           const int64_t o = pl * OH * OW + oh * OW + ow;
           if (op == PoolOp::max) {
-            int64_t best_i = win.h0 * W + win.w0;
-            T best = xp[best_i];
-            for (int64_t h = win.h0; h < win.h1; ++h)
-              for (int64_t w = win.w0; w < win.w1; ++w) {
-                const T v = xp[h * W + w];
-                if (v > best || v != v) best = v, best_i = h * W + w;
-              }
+            T best;  // (locals: stores through out[] could alias xp and stay in the loop)
+            int64_t at;
+            nn_math::max_pool_window(xp, W, win, best, at);
             out[o] = best;
-            if (indices != nullptr) indices[o] = best_i;
+            if (indices != nullptr) indices[o] = at;
           } else {
-            T acc = 0;
-            for (int64_t h = win.h0; h < win.h1; ++h)
-              for (int64_t w = win.w0; w < win.w1; ++w) acc += xp[h * W + w];
-            out[o] = acc / static_cast<T>(win.divisor);
+            out[o] = nn_math::avg_pool_window(xp, W, win);
           }
         }
     }
@@ -138,9 +132,9 @@ void pool_forward(PoolOp op, const TensorArg& x, const TensorArg& y, int64_t* in
 }
 
 template <typename T>
-void pool_backward(PoolOp op, const TensorArg& gy, const int64_t* indices, const TensorArg& gx, const Pool2dParams& p) {
-  const int64_t planes = gx.shape[0] * gx.shape[1], H = gx.shape[2], W = gx.shape[3], OH = gy.shape[2],
-                OW = gy.shape[3];
+void pool_backward(PoolOp op, const checks::PoolDims& d, const TensorArg& gy, const int64_t* indices,
+                   const TensorArg& gx, const Pool2dParams& p) {
+  const int64_t planes = d.planes, H = d.H, W = d.W, OH = d.OH, OW = d.OW;
   const T* g = gy.ptr<T>();
   T* out = gx.ptr<T>();
   const bool disjoint_2x2 = op == PoolOp::max && is_2x2(p, H, W, OH, OW) && W == 2 * OW;
@@ -172,16 +166,17 @@ void pool_backward(PoolOp op, const TensorArg& gy, const int64_t* indices, const
 
 void CpuBackend::pool2d_forward(PoolOp op, const TensorArg& x, const TensorArg& y, const TensorArg* indices,
                                 const Pool2dParams& p) {
+  const checks::PoolDims d = checks::check_pool2d_forward(op, x, y, indices, p);
   dispatch_floating(x.dtype, "pool2d", [&](auto tag) {
-    pool_forward<decltype(tag)>(op, x, y, ptr_or_null<int64_t>(indices), p);
+    pool_forward<decltype(tag)>(op, d, x, y, ptr_or_null<int64_t>(indices), p);
   });
 }
 
 void CpuBackend::pool2d_backward(PoolOp op, const TensorArg& grad_y, const TensorArg* indices, const TensorArg& grad_x,
                                  const Pool2dParams& p) {
-  EMBER_CHECK(op != PoolOp::max || indices != nullptr, "max_pool2d backward: needs the forward's indices");
+  const checks::PoolDims d = checks::check_pool2d_backward(op, grad_y, indices, grad_x, p);
   dispatch_floating(grad_x.dtype, "pool2d_backward", [&](auto tag) {
-    pool_backward<decltype(tag)>(op, grad_y, ptr_or_null<int64_t>(indices), grad_x, p);
+    pool_backward<decltype(tag)>(op, d, grad_y, ptr_or_null<int64_t>(indices), grad_x, p);
   });
 }
 

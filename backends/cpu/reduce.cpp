@@ -3,11 +3,14 @@
 // reduced range into fixed-size chunks whose partial results are combined in chunk order, so the result
 // does not depend on the number of threads.
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
+#include "backends/checks.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/strided_loop.h"
-#include "backends/kernels.h"
+#include "backends/dispatch.h"
+#include "backends/reduce_math.h"
 
 namespace ember::cpu {
 namespace {
@@ -87,8 +90,7 @@ void reduce_leading(const ReductionPlan& plan, int64_t K, const T* in, T* out) {
         for (int64_t k = 0; k < nk; ++k) total[k] += chunk[k];
       }
       for (int64_t k = 0; k < nk; ++k) {
-        if constexpr (op == ReduceOp::mean) out[k0 + k] = static_cast<T>(total[k] / static_cast<Acc>(R));
-        else out[k0 + k] = static_cast<T>(total[k]);
+        out[k0 + k] = kernels::reduce_finish<op, T>(total[k], R);
       }
     }
   });
@@ -101,14 +103,9 @@ void reduce_impl(const TensorArg& in, const TensorArg& out) {
   const StridedOperands<1> ops({&plan.reduced});
   const int64_t count = plan.reduced.numel();
   const kernels::ReduceFn<op, Acc> f;
-  const auto finish = [count](Acc acc) {
-    if constexpr (op == ReduceOp::mean) return static_cast<T>(acc / static_cast<Acc>(count));
-    return static_cast<T>(acc);
-  };
+  const auto finish = [count](Acc acc) { return kernels::reduce_finish<op, T>(acc, count); };
   char* const in_base = static_cast<char*>(in.data);
   T* const out_base = static_cast<T*>(out.data);
-  EMBER_CHECK(count > 0 || (op != ReduceOp::max && op != ReduceOp::min),
-              "max/min: cannot reduce over an empty dim (no identity); the input has 0 elements there");
 
   // Every output is its fixed-size chunks' partial results combined in chunk order, whichever of the two
   // paths below (or reduce_leading) computes it. NOTE: the path depends on the number of threads, so the summation order
@@ -152,46 +149,23 @@ void reduce_impl(const TensorArg& in, const TensorArg& out) {
 }  // namespace
 
 void CpuBackend::reduce(ReduceOp op, const TensorArg& in, const TensorArg& out) {
-  EMBER_CHECK(in.dtype == out.dtype, "reduce: input and output dtypes differ");
+  checks::check_reduce(op, in, out);
   dispatch_dtype(in.dtype, "reduce", [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, bool>) {
-      detail::throw_error("reduce: not defined for bool tensors; convert with .to(DType::i64)");
-    } else {
+    if constexpr (!std::is_same_v<T, bool>)  // refused by the check
       kernels::dispatch_reduce_op(op, [&](auto op_c) { reduce_impl<decltype(op_c)::value, T>(in, out); });
-    }
   });
 }
 
 void CpuBackend::arg_reduce(ArgReduceOp op, const TensorArg& in, const TensorArg& out, int dim) {
-  EMBER_CHECK(out.dtype == DType::i64, "arg_reduce: output must be i64");
-  EMBER_CHECK(in.shape[dim] > 0, "argmax/argmin: dim ", dim, " has size 0");
+  checks::check_arg_reduce(op, in, out, dim);
   dispatch_dtype(in.dtype, "arg_reduce", [&](auto tag) {
     using T = decltype(tag);
-    TensorArg kept_out = out;  // same shape as in, with `dim` = 1
-    const ReductionPlan plan(in, kept_out);
-    const int64_t len = in.shape[dim], stride = in.strides[dim];
-    const T* in_base = static_cast<const T*>(in.data);
-    int64_t* out_base = static_cast<int64_t*>(out.data);
-    const bool is_max = op == ArgReduceOp::argmax;
-    parallel_for(plan.num_outputs, std::max<int64_t>(1, kGrainSize / len), [&](int64_t begin, int64_t end) {
-      for (int64_t o = begin; o < end; ++o) {
-        int64_t in_off, out_off;
-        plan.offsets(o, in_off, out_off);
-        const T* x = in_base + in_off;
-        int64_t best = 0;
-        T best_v = x[0];
-        for (int64_t i = 1; i < len && !kernels::m_isnan(best_v); ++i) {
-          const T v = x[i * stride];
-          // strictly better only: the first of equal values wins; NaN counts as the maximum (and minimum)
-          if ((is_max ? v > best_v : v < best_v) || kernels::m_isnan(v)) {
-            best = i;
-            best_v = v;
-          }
-        }
-        out_base[out_off] = best;
-      }
-    });
+    const ReductionPlan plan(in, out);
+    const int64_t len = in.shape[dim];
+    for_each_index(plan.num_outputs, std::max<int64_t>(1, kGrainSize / len),
+                   kernels::ArgBest<T>{plan, in.ptr<T>(), out.ptr<int64_t>(), len, in.strides[dim],
+                                       op == ArgReduceOp::argmax});
   });
 }
 

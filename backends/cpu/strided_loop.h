@@ -1,7 +1,11 @@
 #pragma once
-// CPU iteration over StridedOperands (backends/strided.h): the body is called once per run of the
-// innermost dim with byte pointers and byte strides, so it can take a contiguous fast path that the
-// compiler vectorises.
+// The CPU backend's loops on Ember's thread pool (base/parallel.h), the counterparts of
+// backends/cuda/loops.cuh:
+// - for_each_index(n, grain, body): body(i) for i in [0, n), the index loop every shared per-element or
+//   per-output body (backends/*_math.h) runs in, as CUDA's launch_index.
+// - for_each_run / strided_loop: iteration over StridedOperands (backends/strided.h), the body called once
+//   per run of the innermost dim with byte pointers and byte strides, so that it can take a contiguous fast
+//   path that the compiler vectorises.
 #include <array>
 #include <cstdint>
 
@@ -12,6 +16,14 @@
 namespace ember::cpu {
 
 using ember::StridedOperands;
+
+// Calls body(i) for every i in [0, n), split across threads in ranges of at least `grain` indices.
+template <typename Body>
+void for_each_index(int64_t n, int64_t grain, const Body& body) {
+  parallel_for(n, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) body(i);
+  });
+}
 
 // Calls body(char* ptrs[N], const int64_t inner_strides[N], int64_t count) for every run of the innermost
 // dim, covering linear element range [begin, end).

@@ -6,9 +6,8 @@
 // It is deliberately plain (no tiling through shared memory, no tensor cores): it cannot be run where it is
 // written (no GPU), so it is kept small enough to be checked by reading. cuDNN's fused attention
 // (cudnn_frontend SDPA graphs) is not used yet for the same reason: it could not be validated here.
-#include <algorithm>
-
 #include "backends/attention_math.h"
+#include "backends/checks.h"
 #include "backends/cuda/loops.cuh"
 #include "backends/nn_math.h"
 
@@ -17,16 +16,14 @@ namespace {
 
 using attention_math::OnlineSoftmax;
 
+// The sizes (B, H, L, S, E, Ev: checks::AttentionDims), the operands and the parameters of one call.
 template <typename T>
-struct AttentionArgs {
+struct AttentionArgs : checks::AttentionDims {
   const T *q, *k, *v, *mask, *out, *lse, *dout;
   T *out_w, *lse_w, *dq, *dk, *dv;
-  int64_t B, H, L, S, E, Ev;
-  int64_t mb, mh, ml, ms;  // the mask's strides ([B, H, L, S]; 0 where broadcast)
+  int64_t mask_strides[4];  // [B, H, L, S]; 0 where broadcast
   AttentionParams p;
 };
-
-unsigned row_grid(int64_t rows) { return static_cast<unsigned>(std::clamp<int64_t>(rows, 1, 65536)); }
 
 // Σ a[e]·b[e] over n elements, computed by the whole block (every thread gets it).
 template <typename T>
@@ -41,7 +38,8 @@ template <typename T>
 __device__ T row_score(const AttentionArgs<T>& a, int64_t bh, int64_t i, int64_t j) {
   const T dot = block_dot(a.q + (bh * a.L + i) * a.E, a.k + (bh * a.S + j) * a.E, a.E);
   const int64_t b = bh / a.H, h = bh % a.H;
-  const T m = a.mask != nullptr ? a.mask[b * a.mb + h * a.mh + i * a.ml + j * a.ms] : T(0);
+  const int64_t* ms = a.mask_strides;
+  const T m = a.mask != nullptr ? a.mask[b * ms[0] + h * ms[1] + i * ms[2] + j * ms[3]] : T(0);
   return attention_math::score(dot, a.p, m, i, j);
 }
 
@@ -116,42 +114,18 @@ __global__ void __launch_bounds__(kBlock) attention_backward_dkv_kernel(Attentio
   }
 }
 
-void check_attention(const char* op, const TensorArg& q, const TensorArg& k, const TensorArg& v, const TensorArg* mask,
-                     const TensorArg& out, const TensorArg& lse) {
-  EMBER_CHECK(q.ndim == 4 && k.ndim == 4 && v.ndim == 4 && out.ndim == 4 && lse.ndim == 3, op,
-              ": expected q, k, v, out [B, H, *, *] and lse [B, H, L]");
-  for (const TensorArg* t : {&q, &k, &v, &out, &lse})
-    EMBER_CHECK(t->is_contiguous() && t->dtype == q.dtype && t->shape[0] == q.shape[0] && t->shape[1] == q.shape[1],
-                op, ": q, k, v, out and lse must be contiguous, of one dtype, and share [B, H]");
-  EMBER_CHECK(k.shape[3] == q.shape[3] && v.shape[2] == k.shape[2] && out.shape[2] == q.shape[2] &&
-                  out.shape[3] == v.shape[3] && lse.shape[2] == q.shape[2],
-              op, ": shapes of q [B, H, L, E], k [B, H, S, E], v [B, H, S, Ev], out [B, H, L, Ev] do not agree");
-  if (mask != nullptr)
-    EMBER_CHECK(mask->ndim == 4 && mask->dtype == q.dtype && mask->shape[2] == q.shape[2] &&
-                    mask->shape[3] == k.shape[2],
-                op, ": the mask must be a [B, H, L, S] view of q's dtype");
-}
-
 template <typename T>
-AttentionArgs<T> make_args(const TensorArg& q, const TensorArg& k, const TensorArg& v, const TensorArg* mask,
-                           const AttentionParams& p) {
+AttentionArgs<T> make_args(const checks::AttentionDims& d, const TensorArg& q, const TensorArg& k, const TensorArg& v,
+                           const TensorArg* mask, const TensorArg& out, const TensorArg& lse, const AttentionParams& p) {
   AttentionArgs<T> a{};
+  static_cast<checks::AttentionDims&>(a) = d;
   a.q = q.ptr<T>();
   a.k = k.ptr<T>();
   a.v = v.ptr<T>();
-  a.B = q.shape[0];
-  a.H = q.shape[1];
-  a.L = q.shape[2];
-  a.S = k.shape[2];
-  a.E = q.shape[3];
-  a.Ev = v.shape[3];
-  if (mask != nullptr) {
-    a.mask = mask->ptr<T>();
-    a.mb = mask->strides[0];
-    a.mh = mask->strides[1];
-    a.ml = mask->strides[2];
-    a.ms = mask->strides[3];
-  }
+  a.out = a.out_w = out.ptr<T>();  // written by the forward, read by the backward
+  a.lse = a.lse_w = lse.ptr<T>();
+  a.mask = ptr_or_null<const T>(mask);
+  for (int i = 0; mask != nullptr && i < 4; ++i) a.mask_strides[i] = mask->strides[i];
   a.p = p;
   return a;
 }
@@ -160,17 +134,11 @@ AttentionArgs<T> make_args(const TensorArg& q, const TensorArg& k, const TensorA
 
 void CudaBackend::attention_forward(const TensorArg& q, const TensorArg& k, const TensorArg& v, const TensorArg* mask,
                                     const TensorArg& out, const TensorArg& lse, const AttentionParams& p) {
-  const char* op = "scaled_dot_product_attention";
-  check_attention(op, q, k, v, mask, out, lse);
+  const checks::AttentionDims d = checks::check_attention_forward(q, k, v, mask, out, lse, p);
   DeviceContext& ctx = context(q.device_index);
-  dispatch_floating(q.dtype, op, [&](auto tag) {
+  dispatch_floating(q.dtype, "scaled_dot_product_attention", [&](auto tag) {
     using T = decltype(tag);
-    AttentionArgs<T> a = make_args<T>(q, k, v, mask, p);
-    a.out_w = out.ptr<T>();
-    a.lse_w = lse.ptr<T>();
-    if (a.B * a.H * a.L == 0) return;
-    attention_forward_kernel<T><<<row_grid(a.B * a.H * a.L), kBlock, 0, ctx.stream>>>(a);
-    EMBER_CUDA_CHECK_LAUNCH();
+    launch_rows(ctx.stream, d.B * d.H * d.L, attention_forward_kernel<T>, make_args<T>(d, q, k, v, mask, out, lse, p));
   });
 }
 
@@ -178,32 +146,18 @@ void CudaBackend::attention_backward(const TensorArg& q, const TensorArg& k, con
                                      const TensorArg& out, const TensorArg& lse, const TensorArg& grad_out,
                                      const TensorArg* grad_q, const TensorArg* grad_k, const TensorArg* grad_v,
                                      const AttentionParams& p) {
-  const char* op = "scaled_dot_product_attention_backward";
-  check_attention(op, q, k, v, mask, out, lse);
-  for (const auto& [g, like] : {std::pair{&grad_out, &out}, std::pair{grad_q, &q}, std::pair{grad_k, &k},
-                                std::pair{grad_v, &v}}) {
-    if (g == nullptr) continue;
-    EMBER_CHECK(g->is_contiguous() && g->dtype == q.dtype && g->numel() == like->numel(), op,
-                ": gradients must be contiguous, of q's dtype and of their operand's size");
-  }
+  const checks::AttentionDims d =
+      checks::check_attention_backward(q, k, v, mask, out, lse, grad_out, grad_q, grad_k, grad_v, p);
   DeviceContext& ctx = context(q.device_index);
-  dispatch_floating(q.dtype, op, [&](auto tag) {
+  dispatch_floating(q.dtype, "scaled_dot_product_attention_backward", [&](auto tag) {
     using T = decltype(tag);
-    AttentionArgs<T> a = make_args<T>(q, k, v, mask, p);
-    a.out = out.ptr<T>();
-    a.lse = lse.ptr<T>();
+    AttentionArgs<T> a = make_args<T>(d, q, k, v, mask, out, lse, p);
     a.dout = grad_out.ptr<T>();
     a.dq = ptr_or_null<T>(grad_q);
     a.dk = ptr_or_null<T>(grad_k);
     a.dv = ptr_or_null<T>(grad_v);
-    if (a.dq != nullptr && a.B * a.H * a.L > 0) {
-      attention_backward_dq_kernel<T><<<row_grid(a.B * a.H * a.L), kBlock, 0, ctx.stream>>>(a);
-      EMBER_CUDA_CHECK_LAUNCH();
-    }
-    if ((a.dk != nullptr || a.dv != nullptr) && a.B * a.H * a.S > 0) {
-      attention_backward_dkv_kernel<T><<<row_grid(a.B * a.H * a.S), kBlock, 0, ctx.stream>>>(a);
-      EMBER_CUDA_CHECK_LAUNCH();
-    }
+    if (a.dq != nullptr) launch_rows(ctx.stream, d.B * d.H * d.L, attention_backward_dq_kernel<T>, a);
+    if (a.dk != nullptr || a.dv != nullptr) launch_rows(ctx.stream, d.B * d.H * d.S, attention_backward_dkv_kernel<T>, a);
   });
 }
 

@@ -9,10 +9,12 @@
 #include <algorithm>
 #include <array>
 #include <climits>
+#include <initializer_list>
 #include <map>
 #include <mutex>
 #include <vector>
 
+#include "backends/checks.h"
 #include "backends/cuda/cuda_backend.h"
 
 namespace ember::cuda {
@@ -45,11 +47,10 @@ void set_nchw(const TensorDesc& d, cudnnDataType_t t, int64_t n, int64_t c, int6
       cudnnSetTensor4dDescriptor(d.get(), CUDNN_TENSOR_NCHW, t, to_int(n), to_int(c), to_int(h), to_int(w)));
 }
 
-void check_operand(const char* what, const TensorArg& t, DType dtype) {
-  EMBER_CHECK(t.ndim == 4 && t.is_contiguous() && t.dtype == dtype, "conv2d: ", what, " must be a contiguous 4-d ",
-              dtype_name(dtype), " tensor, got ", t.ndim, "-d ", dtype_name(t.dtype),
-              t.is_contiguous() ? "" : " (not contiguous)");
-  to_int(t.numel());  // cuDNN's legacy API indexes with int
+// cuDNN's legacy API indexes with int: every operand's size must fit (checks::check_conv2d_* did the rest).
+void check_int_sizes(std::initializer_list<const TensorArg*> operands) {
+  for (const TensorArg* t : operands)
+    if (t != nullptr) to_int(t->numel());
 }
 
 // The descriptors of one convolution: x [N, C, H, W], w [O, C/G, KH, KW], y [N, O, OH, OW].
@@ -145,28 +146,6 @@ Algo choose(DeviceContext& ctx, const Conv& c, Pass pass) {
   return a;
 }
 
-// Validates x, w, y (y: the output or its gradient) against each other and the parameters.
-void check_conv(const TensorArg& x, const TensorArg& w, const TensorArg& y, const char* y_name, const Conv2dParams& p) {
-  EMBER_CHECK(is_floating(x.dtype), "conv2d: expected a floating dtype (f32 or f64), got ", dtype_name(x.dtype));
-  check_operand("input", x, x.dtype);
-  check_operand("weight", w, x.dtype);
-  check_operand(y_name, y, x.dtype);
-  const int64_t G = p.groups;
-  EMBER_CHECK(G >= 1 && w.shape[1] * G == x.shape[1] && w.shape[0] % G == 0, "conv2d: input channels ", x.shape[1],
-              ", weight [", w.shape[0], ", ", w.shape[1], ", ...] and groups ", G, " do not match");
-  int64_t out[2];
-  for (int i = 0; i < 2; ++i)
-    out[i] = (x.shape[2 + i] + 2 * p.padding[i] - p.dilation[i] * (w.shape[2 + i] - 1) - 1) / p.stride[i] + 1;
-  EMBER_CHECK(y.shape[0] == x.shape[0] && y.shape[1] == w.shape[0] && y.shape[2] == out[0] && y.shape[3] == out[1],
-              "conv2d: ", y_name, " is [", y.shape[0], ", ", y.shape[1], ", ", y.shape[2], ", ", y.shape[3],
-              "], expected [", x.shape[0], ", ", w.shape[0], ", ", out[0], ", ", out[1], "]");
-}
-
-void check_bias(const TensorArg* b, const TensorArg& w) {
-  EMBER_CHECK(b == nullptr || (b->dtype == w.dtype && b->is_contiguous() && b->numel() == w.shape[0]),
-              "conv2d: bias must be a contiguous [", w.shape[0], "] tensor of the weight's dtype");
-}
-
 void zero(DeviceContext& ctx, const TensorArg* t) {
   if (t != nullptr && t->numel() > 0)
     EMBER_CUDA_CHECK(cudaMemsetAsync(t->data, 0, t->numel() * dtype_size(t->dtype), ctx.stream));
@@ -178,9 +157,9 @@ bool empty_conv(const TensorArg& x, const TensorArg& w) { return x.numel() == 0 
 
 void CudaBackend::conv2d_forward(const TensorArg& x, const TensorArg& w, const TensorArg* bias, const TensorArg& y,
                                  const Conv2dParams& p) {
+  checks::check_conv2d_forward(x, w, bias, y, p);
+  check_int_sizes({&x, &w, &y});
   DeviceContext& ctx = context(x.device_index);
-  check_conv(x, w, y, "output", p);
-  check_bias(bias, w);
   if (y.numel() == 0) return;
   dispatch_floating(x.dtype, "conv2d", [&](auto tag) {
     using T = decltype(tag);
@@ -208,13 +187,9 @@ void CudaBackend::conv2d_forward(const TensorArg& x, const TensorArg& w, const T
 void CudaBackend::conv2d_backward(const TensorArg& x, const TensorArg& w, const TensorArg& grad_y,
                                   const TensorArg* grad_x, const TensorArg* grad_w, const TensorArg* grad_bias,
                                   const Conv2dParams& p) {
+  checks::check_conv2d_backward(x, w, grad_y, grad_x, grad_w, grad_bias, p);
+  check_int_sizes({&x, &w, &grad_y});
   DeviceContext& ctx = context(x.device_index);
-  check_conv(x, w, grad_y, "grad_y", p);
-  if (grad_x != nullptr) check_operand("grad_x", *grad_x, x.dtype);
-  if (grad_w != nullptr) check_operand("grad_w", *grad_w, x.dtype);
-  check_bias(grad_bias, w);
-  EMBER_CHECK(grad_x == nullptr || grad_x->numel() == x.numel(), "conv2d_backward: grad_x must have x's shape");
-  EMBER_CHECK(grad_w == nullptr || grad_w->numel() == w.numel(), "conv2d_backward: grad_w must have w's shape");
   dispatch_floating(x.dtype, "conv2d_backward", [&](auto tag) {
     using T = decltype(tag);
     const T one = 1, zero_scale = 0;

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "backends/checks.h"
 #include "backends/cuda_info.h"
 #include "base/error.h"
 #include "base/format.h"
@@ -45,15 +46,11 @@ void device_free(void* p) { cudaFree(p); }  // from destructors: nothing to do a
   const std::string where = " (found by a kernel on cuda:" + std::to_string(device) +
                             "; the op ran before the call that reports it)";
   switch (code) {
-    case KernelErrorCode::gather_index:
-      ember::detail::throw_error("gather/index_select: index ", value, " is out of range for dim ", dim, " of size ",
-                                 limit, where);
-    case KernelErrorCode::scatter_index:
-      ember::detail::throw_error("scatter/scatter_add/index_add: index ", value, " is out of range for dim ", dim, " of size ", limit,
-                                 where);
-    case KernelErrorCode::target_index:
-      ember::detail::throw_error("cross_entropy: target ", value, " (sample ", dim, ") is not a class index in [0, ",
-                                 limit, "); check the labels and the number of model outputs", where);
+    case KernelErrorCode::gather_index: checks::throw_index_out_of_range(IndexOp::gather, value, dim, limit, where);
+    case KernelErrorCode::scatter_index: checks::throw_index_out_of_range(IndexOp::scatter, value, dim, limit, where);
+    case KernelErrorCode::scatter_add_index:
+      checks::throw_index_out_of_range(IndexOp::scatter_add, value, dim, limit, where);
+    case KernelErrorCode::target_index: checks::throw_bad_target(value, dim, limit, false, where);
     default:
       ember::detail::throw_error("a CUDA kernel reported error code ", static_cast<int>(code), where);
   }

@@ -28,7 +28,13 @@ inline constexpr int kPinnedHost = kPinnedHostIndex;  // backend.h
 // An error a kernel found (an index out of range). Kernels cannot throw: the first one to find an error
 // writes it here, in page-locked host memory mapped into the device's address space, and the backend
 // raises it as an ember::Error at its next call (or the next synchronize()).
-enum class KernelErrorCode : int { none, gather_index, scatter_index, target_index };
+// raise_kernel_error turns it into the message the CPU throws at once (checks::throw_*).
+enum class KernelErrorCode : int { none, gather_index, scatter_index, scatter_add_index, target_index };
+constexpr KernelErrorCode index_error_code(IndexOp op) {
+  return op == IndexOp::gather    ? KernelErrorCode::gather_index
+         : op == IndexOp::scatter ? KernelErrorCode::scatter_index
+                                  : KernelErrorCode::scatter_add_index;
+}
 struct KernelError {
   int claimed = 0;  // set with atomicCAS by the first kernel thread that reports
   int code = 0;     // a KernelErrorCode, written last (after the fields below): the host reads it first

@@ -1,9 +1,11 @@
-// copy (with dtype conversion), fill, unary, binary and where: the functors of backends/kernels.h in the
-// element-wise launchers of loops.cuh.
+// copy (with dtype conversion), fill, unary, binary and where: the functors of backends/elementwise_math.h
+// (the CPU's loop bodies) in the element-wise launchers of loops.cuh.
 #include <type_traits>
 
+#include "backends/checks.h"
 #include "backends/cuda/loops.cuh"
-#include "backends/kernels.h"
+#include "backends/dispatch.h"
+#include "backends/elementwise_math.h"
 
 namespace ember::cuda {
 namespace {
@@ -48,6 +50,7 @@ struct WhereOp {
 }  // namespace
 
 void CudaBackend::copy(const TensorArg& src, const TensorArg& dst) {
+  checks::check_copy(src, dst);
   const cudaStream_t stream = context(dst.device_index).stream;
   dispatch_dtype(src.dtype, "copy", [&](auto from) {
     dispatch_dtype(dst.dtype, "copy", [&](auto to) {
@@ -65,8 +68,7 @@ void CudaBackend::fill(const TensorArg& out, double value) {
 }
 
 void CudaBackend::unary(UnaryOp op, const TensorArg& in, const TensorArg& out, double alpha, double beta) {
-  EMBER_CHECK(in.dtype == out.dtype, "unary: input ", dtype_name(in.dtype), " and output ",
-              dtype_name(out.dtype), " differ");
+  checks::check_unary(op, in, out);
   const cudaStream_t stream = context(out.device_index).stream;
   kernels::dispatch_unary(op, in.dtype, [&](auto op_c, auto tag) {
     using T = decltype(tag);
@@ -78,8 +80,7 @@ void CudaBackend::unary(UnaryOp op, const TensorArg& in, const TensorArg& out, d
 
 void CudaBackend::unary_backward(UnaryOp op, const TensorArg& grad_out, const TensorArg& saved,
                                  const TensorArg& grad_in, double alpha, double beta) {
-  EMBER_CHECK(grad_out.dtype == saved.dtype && grad_out.dtype == grad_in.dtype, op_name(op),
-              " backward: dtypes differ");
+  checks::check_unary_backward(op, grad_out, saved, grad_in);
   const cudaStream_t stream = context(grad_in.device_index).stream;
   kernels::dispatch_unary_backward(op, grad_out.dtype, [&](auto op_c, auto tag) {
     using T = decltype(tag);
@@ -89,20 +90,18 @@ void CudaBackend::unary_backward(UnaryOp op, const TensorArg& grad_out, const Te
 }
 
 void CudaBackend::binary(BinaryOp op, const TensorArg& a, const TensorArg& b, const TensorArg& out) {
-  EMBER_CHECK(a.dtype == b.dtype, "binary: inputs ", dtype_name(a.dtype), " and ", dtype_name(b.dtype), " differ");
+  checks::check_binary(op, a, b, out);
   const cudaStream_t stream = context(out.device_index).stream;
   kernels::dispatch_binary(op, a.dtype, [&](auto op_c, auto tag) {
     constexpr BinaryOp kOp = decltype(op_c)::value;
     using T = decltype(tag);
     using Out = std::conditional_t<is_comparison(kOp), bool, T>;
-    EMBER_CHECK(out.dtype == dtype_v<Out>, "binary: output dtype ", dtype_name(out.dtype), ", expected ",
-                dtype_name(dtype_v<Out>));
     launch_elementwise<3>(stream, {&out, &a, &b}, ZipOp<Out, T, kernels::BinaryFn<kOp, T>>{});
   });
 }
 
 void CudaBackend::where(const TensorArg& cond, const TensorArg& a, const TensorArg& b, const TensorArg& out) {
-  EMBER_CHECK(cond.dtype == DType::b8, "where: condition must be bool, got ", dtype_name(cond.dtype));
+  checks::check_where(cond, a, b, out);
   const cudaStream_t stream = context(out.device_index).stream;
   dispatch_dtype(out.dtype, "where", [&](auto tag) {
     launch_elementwise<4>(stream, {&out, &cond, &a, &b}, WhereOp<decltype(tag)>{});

@@ -4,6 +4,7 @@
 // CPU's row-major GEMM would use.
 #include <climits>
 
+#include "backends/checks.h"
 #include "backends/cuda/loops.cuh"
 
 namespace ember::cuda {
@@ -37,10 +38,9 @@ struct IntGemm {
 }  // namespace
 
 void CudaBackend::matmul(const TensorArg& a, const TensorArg& b, const TensorArg& out) {
-  EMBER_CHECK(a.ndim == 3 && b.ndim == 3 && out.ndim == 3, "matmul (backend): expected 3-D operands");
-  EMBER_CHECK(a.dtype == b.dtype && a.dtype == out.dtype, "matmul: operand dtypes differ");
+  const checks::MatmulDims d = checks::check_matmul(a, b, out);
+  const int64_t B = d.B, M = d.M, N = d.N, K = d.K;  // not a structured binding: lambdas capture them below
   DeviceContext& ctx = context(out.device_index);
-  const int64_t B = out.shape[0], M = out.shape[1], N = out.shape[2], K = a.shape[2];
   if (B == 0 || M == 0 || N == 0) return;
   if (K == 0) return fill(out, 0.0);
   if (a.dtype == DType::i64) {  // no cuBLAS for integers; rare (index arithmetic)
@@ -59,8 +59,7 @@ void CudaBackend::matmul(const TensorArg& a, const TensorArg& b, const TensorArg
     EMBER_CUBLAS_CHECK(cublasSgemmStridedBatched(ctx.cublas, gb.op, ga.op, m, n, k, &one, b.ptr<float>(), lda,
                                                  b.strides[0], a.ptr<float>(), ldb, a.strides[0], &zero,
                                                  out.ptr<float>(), m, M * N, batch));
-  } else {
-    EMBER_CHECK(a.dtype == DType::f64, "matmul: not defined for dtype ", dtype_name(a.dtype));
+  } else {  // f64 (checks::check_matmul refused bool; i64 took the kernel above)
     const double one = 1.0, zero = 0.0;
     EMBER_CUBLAS_CHECK(cublasDgemmStridedBatched(ctx.cublas, gb.op, ga.op, m, n, k, &one, b.ptr<double>(), lda,
                                                  b.strides[0], a.ptr<double>(), ldb, a.strides[0], &zero,

@@ -1,7 +1,9 @@
-// max/avg pool2d over NCHW with own kernels; same windows, scan order and NaN rule as backends/cpu/pool.cpp.
-// Forward: one thread per output element. Backward: one thread per grad_x element, which gathers from the
-// output windows covering it in (oh, ow) order — the CPU's order of accumulation, with no atomics, so the
-// result is deterministic (and matches the CPU's bit for bit).
+// max/avg pool2d over NCHW with own kernels: the checks (backends/checks.h), windows and window bodies
+// (backends/nn_math.h) of backends/cpu/pool.cpp, so the same scan order and NaN rule. Forward: one thread
+// per output element. Backward: one thread per grad_x element, which gathers from the output windows
+// covering it in (oh, ow) order — the CPU's order of accumulation (the CPU scatters instead, which is faster
+// on one core), with no atomics, so the result is deterministic (and matches the CPU's bit for bit).
+#include "backends/checks.h"
 #include "backends/cuda/loops.cuh"
 #include "backends/nn_math.h"
 
@@ -12,43 +14,25 @@ struct PoolShape {
   int64_t H, W, OH, OW;
 };
 
-template <typename T>
-struct MaxPoolForward {
+// Output o of the forward: its window's max (and position) or average, nn_math's bodies (the CPU's).
+template <typename T, bool kMax>
+struct PoolForward {
   const T* x;
   T* y;
-  int64_t* indices;  // may be null
+  int64_t* indices;  // max only; may be null
   PoolShape s;
   Pool2dParams p;
   __device__ void operator()(int64_t o) const {
     const int64_t plane = o / (s.OH * s.OW), ohw = o - plane * s.OH * s.OW, oh = ohw / s.OW, ow = ohw - oh * s.OW;
     const T* xp = x + plane * s.H * s.W;
     const nn_math::PoolWindow win = nn_math::pool_window(p, s.H, s.W, s.OH, s.OW, oh, ow);
-    int64_t best_i = win.h0 * s.W + win.w0;
-    T best = xp[best_i];
-    for (int64_t h = win.h0; h < win.h1; ++h)
-      for (int64_t w = win.w0; w < win.w1; ++w) {
-        const T v = xp[h * s.W + w];
-        if (v > best || v != v) best = v, best_i = h * s.W + w;  // first maximum; a NaN wins
-      }
-    y[o] = best;
-    if (indices != nullptr) indices[o] = best_i;
-  }
-};
-
-template <typename T>
-struct AvgPoolForward {
-  const T* x;
-  T* y;
-  PoolShape s;
-  Pool2dParams p;
-  __device__ void operator()(int64_t o) const {
-    const int64_t plane = o / (s.OH * s.OW), ohw = o - plane * s.OH * s.OW, oh = ohw / s.OW, ow = ohw - oh * s.OW;
-    const T* xp = x + plane * s.H * s.W;
-    const nn_math::PoolWindow win = nn_math::pool_window(p, s.H, s.W, s.OH, s.OW, oh, ow);
-    T acc = 0;
-    for (int64_t h = win.h0; h < win.h1; ++h)
-      for (int64_t w = win.w0; w < win.w1; ++w) acc += xp[h * s.W + w];
-    y[o] = acc / static_cast<T>(win.divisor);
+    if constexpr (kMax) {
+      int64_t at;
+      nn_math::max_pool_window(xp, s.W, win, y[o], at);
+      if (indices != nullptr) indices[o] = at;
+    } else {
+      y[o] = nn_math::avg_pool_window(xp, s.W, win);
+    }
   }
 };
 
@@ -87,48 +71,28 @@ struct PoolBackward {
   }
 };
 
-void check_pool_operands(const char* op, const TensorArg& x, const TensorArg& y) {
-  EMBER_CHECK(x.ndim == 4 && y.ndim == 4, op, ": expected 4-d [N, C, H, W] operands, got ", x.ndim, "-d and ", y.ndim,
-              "-d");
-  EMBER_CHECK(x.is_contiguous() && y.is_contiguous(), op, ": operands must be contiguous");
-  EMBER_CHECK(x.dtype == y.dtype, op, ": input and output dtypes differ (", dtype_name(x.dtype), ", ",
-              dtype_name(y.dtype), ")");
-  EMBER_CHECK(x.shape[0] == y.shape[0] && x.shape[1] == y.shape[1], op, ": input [", x.shape[0], ", ", x.shape[1],
-              ", ...] and output [", y.shape[0], ", ", y.shape[1], ", ...] differ in N or C");
-}
-
-void check_indices(const char* op, const TensorArg* indices, const TensorArg& y) {
-  if (indices == nullptr) return;
-  EMBER_CHECK(indices->dtype == DType::i64 && indices->is_contiguous() && indices->numel() == y.numel(), op,
-              ": indices must be a contiguous i64 tensor of the output's shape");
-}
-
 }  // namespace
 
 void CudaBackend::pool2d_forward(PoolOp op, const TensorArg& x, const TensorArg& y, const TensorArg* indices,
                                  const Pool2dParams& p) {
+  const checks::PoolDims d = checks::check_pool2d_forward(op, x, y, indices, p);
   DeviceContext& ctx = context(x.device_index);
-  check_pool_operands("pool2d", x, y);
-  check_indices("pool2d", indices, y);
-  const PoolShape s{x.shape[2], x.shape[3], y.shape[2], y.shape[3]};
-  if (x.numel() == 0) return;  // then y is empty too (same N, C; core keeps OH, OW > 0)
+  const PoolShape s{d.H, d.W, d.OH, d.OW};
+  if (x.numel() == 0) return;  // then y is empty too (the check)
   dispatch_floating(x.dtype, "pool2d", [&](auto tag) {
     using T = decltype(tag);
     if (op == PoolOp::max)
-      launch_index(ctx.stream, y.numel(),
-                   MaxPoolForward<T>{x.ptr<T>(), y.ptr<T>(), ptr_or_null<int64_t>(indices), s, p});
+      launch_index(ctx.stream, y.numel(), PoolForward<T, true>{x.ptr<T>(), y.ptr<T>(), ptr_or_null<int64_t>(indices), s, p});
     else
-      launch_index(ctx.stream, y.numel(), AvgPoolForward<T>{x.ptr<T>(), y.ptr<T>(), s, p});
+      launch_index(ctx.stream, y.numel(), PoolForward<T, false>{x.ptr<T>(), y.ptr<T>(), nullptr, s, p});
   });
 }
 
 void CudaBackend::pool2d_backward(PoolOp op, const TensorArg& grad_y, const TensorArg* indices, const TensorArg& grad_x,
                                   const Pool2dParams& p) {
+  const checks::PoolDims d = checks::check_pool2d_backward(op, grad_y, indices, grad_x, p);
   DeviceContext& ctx = context(grad_x.device_index);
-  EMBER_CHECK(op != PoolOp::max || indices != nullptr, "max_pool2d backward: needs the forward's indices");
-  check_pool_operands("pool2d_backward", grad_x, grad_y);
-  check_indices("pool2d_backward", indices, grad_y);
-  const PoolShape s{grad_x.shape[2], grad_x.shape[3], grad_y.shape[2], grad_y.shape[3]};
+  const PoolShape s{d.H, d.W, d.OH, d.OW};
   dispatch_floating(grad_x.dtype, "pool2d_backward", [&](auto tag) {
     using T = decltype(tag);
     if (op == PoolOp::max)

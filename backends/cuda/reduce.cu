@@ -2,17 +2,15 @@
 // (blocks along y) whose partial results a second kernel combines. Each block combines its threads'
 // values in a fixed tree (block_reduce), and the chunking depends only on the shape: the same input gives
 // the same bits on every run (not necessarily the CPU's: the summation order differs).
+#include <type_traits>
+
+#include "backends/checks.h"
 #include "backends/cuda/loops.cuh"
-#include "backends/kernels.h"
+#include "backends/dispatch.h"
+#include "backends/reduce_math.h"
 
 namespace ember::cuda {
 namespace {
-
-template <ReduceOp op, typename T, typename Acc>
-__device__ T finish(Acc acc, int64_t count) {
-  if constexpr (op == ReduceOp::mean) return static_cast<T>(acc / static_cast<Acc>(count));
-  return static_cast<T>(acc);
-}
 
 // Block (o, c) reduces chunk c of output o's elements; with one chunk it writes the output itself.
 template <ReduceOp op, typename T, typename Acc>
@@ -33,7 +31,7 @@ __global__ void reduce_kernel(ReductionPlan plan, StridedOperands<1> reduced, in
   }
   acc = block_reduce(acc, f);
   if (threadIdx.x != 0) return;
-  if (gridDim.y == 1) out[out_off] = finish<op, T>(acc, count);
+  if (gridDim.y == 1) out[out_off] = kernels::reduce_finish<op, T>(acc, count);
   else partial[o * gridDim.y + blockIdx.y] = acc;
 }
 
@@ -46,7 +44,7 @@ __global__ void combine_kernel(ReductionPlan plan, int64_t chunks, int64_t count
   acc = block_reduce(acc, f);
   int64_t in_off, out_off;
   plan.offsets(o, in_off, out_off);
-  if (threadIdx.x == 0) out[out_off] = finish<op, T>(acc, count);
+  if (threadIdx.x == 0) out[out_off] = kernels::reduce_finish<op, T>(acc, count);
 }
 
 template <ReduceOp op, typename T>
@@ -54,8 +52,6 @@ void reduce_impl(DeviceContext& ctx, const TensorArg& in, const TensorArg& out) 
   using Acc = typename kernels::ReduceAcc<op, T>::type;
   const ReductionPlan plan(in, out);
   const int64_t count = plan.reduced.numel();
-  EMBER_CHECK(count > 0 || (op != ReduceOp::max && op != ReduceOp::min),
-              "max/min: cannot reduce over an empty dim (no identity); the input has 0 elements there");
   if (plan.num_outputs == 0) return;
   EMBER_CHECK(plan.num_outputs < (int64_t{1} << 31), "reduce: more than 2^31 outputs is not supported on CUDA");
   const StridedOperands<1> reduced({&plan.reduced});
@@ -79,56 +75,28 @@ void reduce_impl(DeviceContext& ctx, const TensorArg& in, const TensorArg& out) 
   EMBER_CUDA_CHECK_LAUNCH();
 }
 
-// One thread per output scans its dim: the first of equal values wins; NaN counts as the extreme.
-template <typename T>
-struct ArgBestOp {
-  ReductionPlan plan;
-  const T* in;
-  int64_t* out;
-  int64_t len, stride;
-  bool is_max;
-  __device__ void operator()(int64_t o) const {
-    int64_t in_off, out_off;
-    plan.offsets(o, in_off, out_off);
-    const T* x = in + in_off;
-    int64_t best = 0;
-    T best_v = x[0];
-    for (int64_t i = 1; i < len && !kernels::m_isnan(best_v); ++i) {
-      const T v = x[i * stride];
-      if ((is_max ? v > best_v : v < best_v) || kernels::m_isnan(v)) {
-        best = i;
-        best_v = v;
-      }
-    }
-    out[out_off] = best;
-  }
-};
-
 }  // namespace
 
 void CudaBackend::reduce(ReduceOp op, const TensorArg& in, const TensorArg& out) {
-  EMBER_CHECK(in.dtype == out.dtype, "reduce: input and output dtypes differ");
+  checks::check_reduce(op, in, out);
   DeviceContext& ctx = context(out.device_index);
   dispatch_dtype(in.dtype, "reduce", [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, bool>) {
-      ember::detail::throw_error("reduce: not defined for bool tensors; convert with .to(DType::i64)");
-    } else {
+    if constexpr (!std::is_same_v<T, bool>)  // refused by the check
       kernels::dispatch_reduce_op(op, [&](auto op_c) { reduce_impl<decltype(op_c)::value, T>(ctx, in, out); });
-    }
   });
 }
 
+// One thread per output scans its dim (kernels::ArgBest, the CPU's body).
 void CudaBackend::arg_reduce(ArgReduceOp op, const TensorArg& in, const TensorArg& out, int dim) {
-  EMBER_CHECK(out.dtype == DType::i64, "arg_reduce: output must be i64");
-  EMBER_CHECK(in.shape[dim] > 0, "argmax/argmin: dim ", dim, " has size 0");
+  checks::check_arg_reduce(op, in, out, dim);
   DeviceContext& ctx = context(out.device_index);
   dispatch_dtype(in.dtype, "arg_reduce", [&](auto tag) {
     using T = decltype(tag);
     const ReductionPlan plan(in, out);
     launch_index(ctx.stream, plan.num_outputs,
-                 ArgBestOp<T>{plan, static_cast<const T*>(in.data), static_cast<int64_t*>(out.data),
-                                 in.shape[dim], in.strides[dim], op == ArgReduceOp::argmax});
+                 kernels::ArgBest<T>{plan, in.ptr<T>(), out.ptr<int64_t>(), in.shape[dim], in.strides[dim],
+                                     op == ArgReduceOp::argmax});
   });
 }
 
