@@ -7,6 +7,7 @@
 #include <tuple>
 #include <utility>
 
+#include "backends/index_math.h"
 #include "base/dtype.h"
 #include "base/error.h"
 
@@ -137,6 +138,22 @@ void check_sort(const TensorArg& in, const TensorArg& values, const TensorArg& i
 }
 
 // --- indexing, random, matmul, optimizer ----------------------------------------------------------------------
+
+// Bool is refused here too (core refuses it first, naming the op the user called).
+void check_scatter_reduce(ScatterReduceOp op, const TensorArg& src, const TensorArg& index, const TensorArg& out,
+                          int dim) {
+  EMBER_CHECK(index.dtype == DType::i64, "scatter_reduce: the index must be i64, got ", dtype_name(index.dtype));
+  EMBER_CHECK(src.dtype == out.dtype, "scatter_reduce: the source is ", dtype_name(src.dtype), " but the output is ",
+              dtype_name(out.dtype));
+  EMBER_CHECK(src.dtype != DType::b8, "scatter_reduce (", index_math::scatter_reduce_name(op),
+              "): not defined for bool tensors");
+  EMBER_CHECK(src.ndim == index.ndim && src.ndim == out.ndim && dim >= 0 && dim < out.ndim,
+              "scatter_reduce: the source, index and output need one number of dims and dim in range, got ",
+              src.ndim, ", ", index.ndim, ", ", out.ndim, " dims and dim ", dim);
+  for (int d = 0; d < src.ndim; ++d)
+    EMBER_CHECK(src.shape[d] == index.shape[d] && (d == dim || src.shape[d] <= out.shape[d]),
+                "scatter_reduce: the index must have the source's shape and fit the output in every dim but ", dim);
+}
 
 void check_index(IndexOp op, const TensorArg& in, const TensorArg& index, const TensorArg& out, int dim) {
   EMBER_CHECK(index.dtype == DType::i64, "gather/scatter: index must be i64, got ", dtype_name(index.dtype));

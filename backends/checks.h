@@ -34,6 +34,9 @@ void check_sort(const TensorArg& in, const TensorArg& values, const TensorArg& i
 
 // --- indexing, random, matmul, optimizer --------------------------------------------------------------------
 void check_index(IndexOp op, const TensorArg& in, const TensorArg& index, const TensorArg& out, int dim);
+// src (iterated, the index's shape) reduced into out along dim; index i64 of src's shape; not bool.
+void check_scatter_reduce(ScatterReduceOp op, const TensorArg& src, const TensorArg& index, const TensorArg& out,
+                          int dim);
 void check_random(const TensorArg& out);
 struct MatmulDims {
   int64_t B, M, N, K;

@@ -116,6 +116,15 @@ TEST(OpChecks, IndexRandomMatmul) {
                            {"scatter_add: index 7 is out of range for dim 0 of size 3"}));
   EXPECT_TRUE(throws_error([] { checks::throw_index_out_of_range(IndexOp::gather, -1, 1, 2, " (on cuda:0)"); },
                            {"gather/index_select: index -1 is out of range for dim 1 of size 2 (on cuda:0)"}));
+  EXPECT_NO_THROW(checks::check_scatter_reduce(ScatterReduceOp::amax, out, index, in, 0));
+  EXPECT_TRUE(throws_error([&] { checks::check_scatter_reduce(ScatterReduceOp::sum, out, op({2, 3}), in, 0); },
+                           {"scatter_reduce: the index must be i64, got f32"}));
+  EXPECT_TRUE(throws_error(
+      [&] { checks::check_scatter_reduce(ScatterReduceOp::prod, op({2, 5}), op({2, 5}, DType::i64), in, 0); },
+      {"scatter_reduce: the index must have the source's shape and fit the output in every dim but 0"}));
+  EXPECT_TRUE(throws_error(
+      [&] { checks::check_scatter_reduce(ScatterReduceOp::amin, out, index, op({4, 3}, DType::f64), 0); },
+      {"scatter_reduce: the source is f32 but the output is f64"}));
 
   EXPECT_NO_THROW(checks::check_random(op({3})));
   EXPECT_TRUE(throws_error([&] { checks::check_random(op.transposed(2, 3)); }, {"random: output must be contiguous"}));

@@ -2,6 +2,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/strided_loop.h"
+#include "backends/checks.h"
 #include "backends/index_math.h"
 
 namespace ember::cpu {
@@ -9,7 +10,8 @@ namespace ember::cpu {
 // One thread, in row-major order of the index (positions repeat: the reduction order is the index's).
 void CpuBackend::scatter_reduce(ScatterReduceOp op, const TensorArg& src, const TensorArg& index,
                                 const TensorArg& out, int dim) {
-  const IndexPlan plan = index_math::check_scatter_reduce(op, src, index, out, dim);
+  checks::check_scatter_reduce(op, src, index, out, dim);
+  const IndexPlan plan(src, out, dim);
   const int64_t limit = plan.limit, step = plan.step;
   int64_t bad = 0;
   bool found_bad = false;

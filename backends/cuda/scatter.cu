@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "backends/cuda/loops.cuh"
+#include "backends/checks.h"
 #include "backends/index_math.h"
 
 namespace ember::cuda {
@@ -53,7 +54,8 @@ struct ScatterReduceElement {
 
 void CudaBackend::scatter_reduce(ScatterReduceOp op, const TensorArg& src, const TensorArg& index,
                                  const TensorArg& out, int dim) {
-  const IndexPlan plan = index_math::check_scatter_reduce(op, src, index, out, dim);
+  checks::check_scatter_reduce(op, src, index, out, dim);
+  const IndexPlan plan(src, out, dim);
   DeviceContext& ctx = context(out.device_index);
   const std::array<const TensorArg*, 3> args{&src, &index, &plan.other};
   dispatch_dtype(src.dtype, "scatter_reduce", [&](auto tag) {
