@@ -36,7 +36,10 @@ Linear::Linear(int64_t in, int64_t out, bool with_bias, Generator* gen) : in_fea
   default_init(weight, with_bias ? &bias : nullptr, gen);
 }
 
-Tensor Linear::forward(const Tensor& x) { return functional::linear(x, weight, bias); }
+Tensor Linear::forward(const Tensor& x) {
+  check_input_dtype(x, weight);
+  return functional::linear(x, weight, bias);
+}
 
 std::string Linear::describe() const {
   return "Linear(in=" + std::to_string(in_features) + ", out=" + std::to_string(out_features) +
@@ -159,6 +162,7 @@ Conv2d::Conv2d(const Conv2dOptions& o, Generator* gen) : options(o) {
 }
 
 Tensor Conv2d::forward(const Tensor& x) {
+  check_input_dtype(x, weight);
   if (options.padding_mode() == PaddingMode::zeros) return functional::conv2d(x, weight, bias, options);
   return padded_conv<2>(x, weight, bias, options, [](const Tensor& a, const Tensor& w, const Tensor& b, const Conv2dOptions& o) {
     return functional::conv2d(a, w, b, o);
@@ -186,6 +190,7 @@ Conv1d::Conv1d(const Conv1dOptions& o, Generator* gen) : options(o) {
 }
 
 Tensor Conv1d::forward(const Tensor& x) {
+  check_input_dtype(x, weight);
   if (options.padding_mode() == PaddingMode::zeros) return functional::conv1d(x, weight, bias, options);
   return padded_conv<1>(x, weight, bias, options, [](const Tensor& a, const Tensor& w, const Tensor& b, const Conv1dOptions& o) {
     return functional::conv1d(a, w, b, o);
@@ -212,7 +217,10 @@ ConvTranspose2d::ConvTranspose2d(const ConvTranspose2dOptions& o, Generator* gen
   default_init(weight, o.bias() ? &bias : nullptr, gen);  // fan_in = C_out/groups · KH · KW, as PyTorch's
 }
 
-Tensor ConvTranspose2d::forward(const Tensor& x) { return functional::conv_transpose2d(x, weight, bias, options); }
+Tensor ConvTranspose2d::forward(const Tensor& x) {
+  check_input_dtype(x, weight);
+  return functional::conv_transpose2d(x, weight, bias, options);
+}
 
 Tensor ConvTranspose2d::forward(const Tensor& x, const std::vector<int64_t>& output_size) {
   return functional::conv_transpose2d(x, weight, bias, with_output_size("ConvTranspose2d", x, weight, options, output_size));
@@ -227,7 +235,10 @@ ConvTranspose1d::ConvTranspose1d(const ConvTranspose1dOptions& o, Generator* gen
   default_init(weight, o.bias() ? &bias : nullptr, gen);
 }
 
-Tensor ConvTranspose1d::forward(const Tensor& x) { return functional::conv_transpose1d(x, weight, bias, options); }
+Tensor ConvTranspose1d::forward(const Tensor& x) {
+  check_input_dtype(x, weight);
+  return functional::conv_transpose1d(x, weight, bias, options);
+}
 
 Tensor ConvTranspose1d::forward(const Tensor& x, const std::vector<int64_t>& output_size) {
   return functional::conv_transpose1d(x, weight, bias, with_output_size("ConvTranspose1d", x, weight, options, output_size));
@@ -294,6 +305,7 @@ BatchNorm::BatchNorm(int64_t n, int spatial_dims, double eps, double momentum, b
 }
 
 Tensor BatchNorm::forward(const Tensor& x) {
+  check_input_dtype(x, weight.defined() ? weight : running_mean);
   const int want = spatial_dims_ == 2 ? 4 : 0;
   EMBER_CHECK(want == 0 ? (x.dim() == 2 || x.dim() == 3) : x.dim() == want, type_name(), ": expected input ",
               want == 4 ? "[N, C, H, W]" : "[N, C] or [N, C, L]", ", got shape ", x.shape());
@@ -319,7 +331,10 @@ LayerNorm::LayerNorm(const Shape& shape, double eps, bool affine, bool with_bias
   }
 }
 
-Tensor LayerNorm::forward(const Tensor& x) { return functional::layer_norm(x, normalized_shape, weight, bias, eps); }
+Tensor LayerNorm::forward(const Tensor& x) {
+  check_input_dtype(x, weight);
+  return functional::layer_norm(x, normalized_shape, weight, bias, eps);
+}
 
 Dropout::Dropout(double p, Generator* gen) : p(p), gen_(gen) {
   EMBER_CHECK(p >= 0 && p <= 1, "Dropout: p must be in [0, 1], got ", p);
@@ -455,9 +470,7 @@ GroupNorm::GroupNorm(const GroupNormOptions& o) : options(o) {
 Tensor GroupNorm::forward(const Tensor& x) {
   EMBER_CHECK(x.dim() >= 2 && x.size(1) == options.num_channels(), "GroupNorm: expected input [N, ",
               options.num_channels(), ", *] (the layer's num_channels), got shape ", x.shape());
-  if (weight.defined() && weight.dtype() != x.dtype())
-    ember::detail::throw_error("GroupNorm: the input is ", dtype_name(x.dtype()), " but the layer's parameters are ",
-                               dtype_name(weight.dtype()), "; move one with .to(DType::", dtype_name(x.dtype()), ")");
+  check_input_dtype(x, weight);
   return functional::group_norm(x, options.num_groups(), weight, bias, options.eps());
 }
 
@@ -492,10 +505,7 @@ Tensor InstanceNorm::forward(const Tensor& x) {
   EMBER_CHECK(x.size(1) == options.num_features() || (!options.affine() && !options.track_running_stats()),
               type_name(), ": the input has ", x.size(1), " channels (shape ", x.shape(), "), the layer was built for ",
               options.num_features());
-  const Tensor& p = weight.defined() ? weight : running_mean;
-  if (p.defined() && p.dtype() != x.dtype())
-    ember::detail::throw_error(type_name(), ": the input is ", dtype_name(x.dtype()), " but the layer's tensors are ",
-                               dtype_name(p.dtype()), "; move one with .to(DType::", dtype_name(x.dtype()), ")");
+  check_input_dtype(x, weight.defined() ? weight : running_mean);
   return functional::instance_norm(x, running_mean, running_var, weight, bias,
                                    is_training() || !options.track_running_stats(), options.momentum(), options.eps());
 }

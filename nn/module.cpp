@@ -14,6 +14,13 @@ Tensor Module::forward(const Tensor&) {
                       "signature (or give the class a forward(const Tensor&) override)");
 }
 
+void Module::check_input_dtype(const Tensor& x, const Tensor& like) const {
+  if (!x.defined() || !like.defined() || x.dtype() == like.dtype() || !is_floating(x.dtype())) return;
+  ember::detail::throw_error(type_name(), ": the input is ", dtype_name(x.dtype()), " but the layer's parameters are ",
+                             dtype_name(like.dtype()), "; convert the input with .to(DType::", dtype_name(like.dtype()),
+                             ") or the layer with .to(DType::", dtype_name(x.dtype()), ")");
+}
+
 void Module::check_name(const std::string& name, const char* what) const {
   EMBER_CHECK(!name.empty() && name.find('.') == std::string::npos, type_name(), ": ", what, " name '", name,
               "' must be non-empty and contain no '.'");

@@ -36,6 +36,12 @@ class Module : public std::enable_shared_from_this<Module> {
   virtual std::string type_name() const { return "Module"; }
   virtual std::string describe() const { return type_name(); }
 
+  // Refuses a floating input of another dtype than `like` (one of this module's own parameters or buffers),
+  // naming the module and the fix: "LSTM: the input is f32 but the layer's parameters are f64; convert the
+  // input with .to(DType::f64) or the layer with .to(DType::f32)". Layers call it first in forward, so a
+  // mismatch is never reported by an op inside them. Integer inputs (token ids, indices) pass.
+  void check_input_dtype(const Tensor& x, const Tensor& like) const;
+
   // One tensor in, one out: what Sequential chains. Modules with other signatures define their own.
   virtual Tensor forward(const Tensor& x);
   Tensor operator()(const Tensor& x) { return forward(x); }

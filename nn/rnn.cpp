@@ -67,6 +67,7 @@ RNNOutput RNNBase::forward_with_state(const Tensor& input, const Tensor& h0, con
               input.defined() ? input.shape().str() : std::string("an undefined tensor"));
   EMBER_CHECK(is_floating(input.dtype()), name, ": input must be floating (f32 or f64), got ",
               dtype_name(input.dtype()));
+  check_input_dtype(input, weight_ih[0]);
   EMBER_CHECK(input.size(-1) == o.input_size, name, ": input has ", input.size(-1),
               " features in its last dim, but input_size is ", o.input_size);
   EMBER_CHECK(cell_ == RNNCell::lstm || !c0.defined(), name, ": a GRU has no cell state; pass only h0");
@@ -154,6 +155,7 @@ LSTMCell::LSTMCell(int64_t I, int64_t H, bool bias, Generator* gen) : input_size
 }
 std::pair<Tensor, Tensor> LSTMCell::forward_with_state(const Tensor& input, const Tensor& h, const Tensor& c) {
   EMBER_CHECK(input.defined(), "LSTMCell: input is undefined");
+  check_input_dtype(input, weight_ih);
   return functional::lstm_cell(input, h.defined() ? h : zero_state(input, hidden_size),
                                c.defined() ? c : zero_state(input, hidden_size), weight_ih, weight_hh, bias_ih,
                                bias_hh);
@@ -165,6 +167,7 @@ GRUCell::GRUCell(int64_t I, int64_t H, bool bias, Generator* gen) : input_size(I
 }
 Tensor GRUCell::forward_with_state(const Tensor& input, const Tensor& h) {
   EMBER_CHECK(input.defined(), "GRUCell: input is undefined");
+  check_input_dtype(input, weight_ih);
   return functional::gru_cell(input, h.defined() ? h : zero_state(input, hidden_size), weight_ih, weight_hh, bias_ih,
                               bias_hh);
 }

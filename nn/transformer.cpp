@@ -51,6 +51,7 @@ Tensor MultiheadAttention::forward(const Tensor& x) { return forward(x, x, x, {.
 AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                             const MultiheadAttentionForward& o) {
   const int64_t e = options.embed_dim, h = options.num_heads, dh = e / h;
+  for (const Tensor* t : {&query, &key, &value}) check_input_dtype(*t, in_proj_weight);
   EMBER_CHECK(query.dim() == 3 || query.dim() == 2, "MultiheadAttention: query must be ",
               options.batch_first ? "[B, L, E]" : "[L, B, E]", " or unbatched [L, E], got ", query.shape());
   EMBER_CHECK(key.dim() == query.dim() && value.dim() == query.dim(), "MultiheadAttention: query ", query.shape(),
@@ -241,6 +242,7 @@ Tensor add_positions(const Module& m, const Tensor& x, const Tensor& table, int6
   const int64_t max_len = table.size(0), dim = table.size(1);
   EMBER_CHECK(x.dim() >= 2 && x.size(-1) == dim, m.type_name(), ": input must be [B, T, ", dim, "] or [T, ", dim,
               "], got ", x.shape());
+  m.check_input_dtype(x, table);
   const int64_t t = x.size(-2);
   EMBER_CHECK(offset >= 0, m.type_name(), ": offset must be >= 0, got ", offset);
   EMBER_CHECK(offset + t <= max_len, m.type_name(), ": a sequence of ", offset + t, " tokens",

@@ -386,3 +386,50 @@ TEST(Layers, LibTorchOptionForms) {
   EXPECT_EQ(avg.forward(randn({1, 2, 7, 7})).shape(), Shape({1, 2, 3, 3}));
   EXPECT_EQ(pool_designated.describe(), "MaxPool2d(kernel=3, stride=2, padding=1)");
 }
+
+// Every layer with parameters runs after .to(DType::f64), forward and backward; an f32 input then gets an
+// error that names the layer and both ways to convert (never an op inside the layer, as
+// "lstm_sequence: w_hh must be f64" once did).
+TEST(Layers, RunInF64AndNameTheLayerOnADtypeMismatch) {
+  using namespace nn;
+  using ModulePtr = std::shared_ptr<Module>;
+  struct Case {
+    ModulePtr module;
+    Shape input;
+    std::string name;
+  };
+  Generator gen(3);
+  std::vector<Case> cases = {
+      {std::make_shared<Linear>(4, 3, true, &gen), {2, 4}, "Linear"},
+      {std::make_shared<Conv1d>(2, 3, 3), {2, 2, 6}, "Conv1d"},
+      {std::make_shared<Conv2d>(2, 3, 3, &gen), {1, 2, 5, 5}, "Conv2d"},
+      {std::make_shared<ConvTranspose2d>(2, 3, 3, &gen), {1, 2, 4, 4}, "ConvTranspose2d"},
+      {std::make_shared<BatchNorm2d>(2), {3, 2, 3, 3}, "BatchNorm2d"},
+      {std::make_shared<LayerNorm>(Shape{4}), {2, 4}, "LayerNorm"},
+      {std::make_shared<GroupNorm>(2, 4), {2, 4, 3}, "GroupNorm"},
+      {std::make_shared<InstanceNorm2d>(2, 1e-5, 0.1, true), {2, 2, 3, 3}, "InstanceNorm2d"},
+      {std::make_shared<LSTM>(LSTMOptions(4, 3).num_layers(2), &gen), {2, 5, 4}, "LSTM"},
+      {std::make_shared<GRU>(GRUOptions(4, 3), &gen), {5, 2, 4}, "GRU"},
+      {std::make_shared<LSTMCell>(4, 3, true, &gen), {2, 4}, "LSTMCell"},
+      {std::make_shared<GRUCell>(4, 3, true, &gen), {2, 4}, "GRUCell"},
+      {std::make_shared<MultiheadAttention>(4, 2, &gen), {3, 2, 4}, "MultiheadAttention"},
+      {std::make_shared<TransformerEncoderLayer>(
+           TransformerEncoderLayerOptions{.d_model = 4, .nhead = 2, .dim_feedforward = 8, .dropout = 0.0}, &gen),
+       {2, 3, 4}, "MultiheadAttention"},  // its first layer is the one that sees the input
+      {std::make_shared<LearnedPositionalEmbedding>(8, 4, &gen), {2, 3, 4}, "LearnedPositionalEmbedding"},
+  };
+  for (Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    c.module->to(DType::f64);
+    const Tensor x = randn(c.input, {.dtype = DType::f64}, &gen).requires_grad_();
+    const Tensor y = c.module->forward(x);
+    EXPECT_EQ(y.dtype(), DType::f64);
+    y.sum().backward();
+    ASSERT_TRUE(x.grad().defined());
+    EXPECT_EQ(x.grad().dtype(), DType::f64);
+    for (const Tensor& p : c.module->parameters()) EXPECT_EQ(p.dtype(), DType::f64);
+    EXPECT_TRUE(test::throws_error([&] { c.module->forward(randn(c.input, {}, &gen)); },
+                                   {c.name + ": the input is f32 but the layer's parameters are f64",
+                                    "convert the input with .to(DType::f64) or the layer with .to(DType::f32)"}));
+  }
+}
