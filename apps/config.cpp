@@ -139,11 +139,15 @@ const F kFields[] = {
   F("model", read_model, emit_model, doc_model).req()
       .doc("the layers in order, e.g. `- {type: linear, out_features: 10}`; input sizes are inferred from the data"),
 
-  F("loss.type", EMBER_MEMBER(loss)).one_of({"cross_entropy", "mse", "l1"})
+  F("loss.type", EMBER_MEMBER(loss)).one_of({"cross_entropy", "mse", "l1", "smooth_l1", "huber"})
       .computed([](const TrainConfig& c) -> Value { return std::string(c.task == "regression" ? "mse" : "cross_entropy"); },
                 "`cross_entropy` (`mse` for task: regression)")
       .doc("The loss function: cross_entropy for classification and language_model (over every token of the "
-           "window); mse or l1 (mean over the targets' elements) for regression."),
+           "window); mse, l1, smooth_l1 or huber (mean over the targets' elements) for regression."),
+  F("loss.beta", EMBER_MEMBER(loss_beta)).def(1.0).in(">= 0").when("loss.type", "smooth_l1")
+      .doc("Where smooth_l1 turns from quadratic (0.5·z²/beta) to linear (z - 0.5·beta); 0 gives l1."),
+  F("loss.delta", EMBER_MEMBER(loss_delta)).def(1.0).in("> 0").when("loss.type", "huber")
+      .doc("Where huber turns from quadratic (0.5·z²) to linear (delta·(z - 0.5·delta))."),
   F("loss.label_smoothing", EMBER_MEMBER(label_smoothing)).def(0).in("in [0, 1)")
       .doc("Moves this much of the target's probability mass evenly onto all classes."),
 
@@ -450,7 +454,7 @@ void check_relations(Section& top, const TrainConfig& c, bool fashion_files) {
     top.fail("task", "regression trains on CSV tables: set data.dataset: csv with data.train_file, data.test_file "
                      "and data.target_column");
   if (c.task == "regression" && c.loss == "cross_entropy")
-    loss.fail("type", "regression needs mse or l1");
+    loss.fail("type", "regression needs mse, l1, smooth_l1 or huber");
   if (c.task != "regression" && c.loss != "cross_entropy")
     loss.fail("type", c.loss + " is a regression loss; task " + c.task + " needs cross_entropy (or set task: regression)");
   if (c.task == "regression" && c.label_smoothing > 0) loss.fail("label_smoothing", "only applies to cross_entropy");

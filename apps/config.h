@@ -85,7 +85,9 @@ struct TrainConfig {
   std::string task = "classification";  // classification | language_model | regression
   DataConfig data;
   std::vector<nn::LayerSpec> model;
-  std::string loss = "cross_entropy";  // cross_entropy | mse | l1
+  std::string loss = "cross_entropy";  // cross_entropy | mse | l1 | smooth_l1 | huber
+  double loss_beta = 1.0;   // smooth_l1
+  double loss_delta = 1.0;  // huber
   double label_smoothing = 0;
   OptimizerConfig optimizer;
   SchedulerConfig scheduler;

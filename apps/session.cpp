@@ -491,7 +491,10 @@ Tensor task_loss(const TrainConfig& c, const Tensor& output, const Tensor& targe
       t = t.reshape(output.shape());
     }
     if (t.dtype() != output.dtype()) t = t.to(output.dtype());
-    return c.loss == "l1" ? F::l1_loss(output, t, {.reduction = reduction}) : F::mse_loss(output, t, {.reduction = reduction});
+    if (c.loss == "l1") return F::l1_loss(output, t, {.reduction = reduction});
+    if (c.loss == "smooth_l1") return F::smooth_l1_loss(output, t, {.reduction = reduction, .beta = c.loss_beta});
+    if (c.loss == "huber") return F::huber_loss(output, t, {.reduction = reduction, .delta = c.loss_delta});
+    return F::mse_loss(output, t, {.reduction = reduction});
   }
   const F::CrossEntropyOptions options{.label_smoothing = smoothing ? c.label_smoothing : 0.0, .reduction = reduction};
   if (c.task == "language_model") {

@@ -50,10 +50,9 @@ class Args {
   int64_t integer(const std::string& key, int64_t computed) const {
     return std::get<int64_t>(value(key, Kind::integer, computed));
   }
-  double number(const std::string& key) const {
-    const schema::Value v = value(key, Kind::number);
-    if (const auto* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
-    return std::get<double>(v);
+  double number(const std::string& key) const { return as_number(value(key, Kind::number)); }
+  double number(const std::string& key, double computed) const {
+    return as_number(value(key, Kind::number, schema::Value{computed}));
   }
   bool boolean(const std::string& key) const { return std::get<bool>(value(key, Kind::boolean)); }
   std::string text(const std::string& key) const { return std::get<std::string>(value(key, Kind::choice)); }
@@ -72,13 +71,17 @@ class Args {
       if (k == key) return &v;
     return nullptr;
   }
+  static double as_number(const schema::Value& v) {
+    if (const auto* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
+    return std::get<double>(v);
+  }
   static std::pair<int64_t, int64_t> as_pair(const schema::Value& v) {
     if (const auto* i = std::get_if<int64_t>(&v)) return {*i, *i};
     const auto& l = std::get<std::vector<int64_t>>(v);
     return {l[0], l[1]};
   }
   // The spec's value as a schema value, else the row's default (`computed` for a computed one).
-  schema::Value value(const std::string& key, Kind kind, std::optional<int64_t> computed = std::nullopt) const {
+  schema::Value value(const std::string& key, Kind kind, std::optional<schema::Value> computed = std::nullopt) const {
     const auto row = std::find_if(rows_.begin(), rows_.end(), [&](const Row& r) { return r.path == key; });
     if (row == rows_.end() || row->kind != kind || computed.has_value() != !row->default_doc.empty())
       throw std::logic_error("layer registry: " + spec_.type + " reads '" + key + "' unlike its key row");
@@ -169,6 +172,8 @@ constexpr InferredKey kInferredKeys[] = {
     {"conv1d", "in_channels", "the input's channels"},     {"batch_norm", "num_features", "the input's channels"},
     {"layer_norm", "normalized_shape", "the input's last dim"}, {"embedding", "num_embeddings", "the vocabulary size"},
     {"lstm", "input_size", "the input's features"},     {"gru", "input_size", "the input's features"},
+    {"group_norm", "num_channels", "the input's channels"}, {"instance_norm", "num_features", "the input's channels"},
+    {"embedding_bag", "num_embeddings", "the vocabulary size"},
 };
 
 // lstm / gru on a sequence [T, C] (batches [N, T, C]: batch_first), output [T, D·H].
@@ -296,6 +301,64 @@ const std::map<std::string, Entry>& table() {
         [](const Args& a, Generator*) -> std::shared_ptr<Module> {
           if (a.in.empty()) a.error("layer_norm needs at least one input dim");
           return std::make_shared<LayerNorm>(Shape{a.in.back()}, a.number("eps"), a.boolean("affine"));
+        }}},
+      {"group_norm",
+       {{Row("num_groups", Kind::integer).req().in("> 0").doc("Groups the channels split into (a divisor of the input's channels)."),
+         Row("eps", Kind::number).def(1e-5).doc("Added to the variance."),
+         Row("affine", Kind::boolean).def(true).doc("Learn a scale and shift per channel.")},
+        [](const Args& a, Generator*) -> std::shared_ptr<Module> {
+          if (a.in.empty()) a.error("group_norm needs input [C, *] (channels first), got a scalar sample");
+          const int64_t groups = a.integer("num_groups");
+          if (a.in[0] % groups != 0)
+            a.error("num_groups = " + std::to_string(groups) + " does not divide the input's " + std::to_string(a.in[0]) +
+                    " channels (input " + a.in.str() + "); choose a divisor");
+          return std::make_shared<GroupNorm>(groups, a.in[0], a.number("eps"), a.boolean("affine"));
+        }}},
+      {"instance_norm",
+       {{Row("eps", Kind::number).def(1e-5).doc("Added to the variance."),
+         Row("momentum", Kind::number).def(0.1).doc("The running statistics' update factor."),
+         Row("affine", Kind::boolean).def(false).doc("Learn a scale and shift per channel."),
+         Row("track_running_stats", Kind::boolean).def(false).doc("Keep running statistics (training) and use them in eval.")},
+        [](const Args& a, Generator*) -> std::shared_ptr<Module> {
+          if (a.in.size() != 2 && a.in.size() != 3)
+            a.error("instance_norm needs input [C, L] (InstanceNorm1d) or [C, H, W] (InstanceNorm2d), got " + a.in.str());
+          const auto o = InstanceNormOptions(a.in[0])
+                             .eps(a.number("eps"))
+                             .momentum(a.number("momentum"))
+                             .affine(a.boolean("affine"))
+                             .track_running_stats(a.boolean("track_running_stats"));
+          if (a.in.size() == 2) return std::make_shared<InstanceNorm1d>(o);
+          return std::make_shared<InstanceNorm2d>(o);
+        }}},
+      {"local_response_norm",
+       {{Row("size", Kind::integer).req().in("> 0").doc("Neighbouring channels summed over (the channel's own included)."),
+         Row("alpha", Kind::number).def(1e-4).doc("The scale of the sum of squares."),
+         Row("beta", Kind::number).def(0.75).doc("The exponent."),
+         Row("k", Kind::number).def(1.0).doc("The additive constant.")},
+        [](const Args& a, Generator*) -> std::shared_ptr<Module> {
+          if (a.in.size() < 2)
+            a.error("local_response_norm needs input [C, L] or [C, H, W] (channels first, one sample), got " + a.in.str());
+          return std::make_shared<LocalResponseNorm>(a.integer("size"), a.number("alpha"), a.number("beta"), a.number("k"));
+        }}},
+      {"embedding_bag",
+       // One input: each sample [L] of token ids is one bag (the batch [B, L], without offsets); PyTorch's
+       // include_last_offset concerns offsets, which a model spec never passes, so it has no row.
+       {{Row("embedding_dim", Kind::integer).req().doc("Features per token (the vocabulary size comes from the data)."),
+         Row("mode", Kind::choice).def("mean").one_of({"sum", "mean", "max"}).doc("How a bag's vectors combine."),
+         Row("max_norm", Kind::number).default_is("none").doc("Vectors looked up with a larger norm are renormalised to this (in place)."),
+         Row("norm_type", Kind::number).def(2.0).doc("The p of max_norm's p-norm."),
+         Row("scale_grad_by_freq", Kind::boolean).def(false).doc("Divide each token's gradient by its count in the batch (not with mode max)."),
+         Row("padding_idx", Kind::integer).default_is("none").doc("A token that leaves its bag: its vector stays zero and gets no gradient.")},
+        [](const Args& a, Generator* gen) -> std::shared_ptr<Module> {
+          a.need_tokens("embedding_bag");
+          if (a.in.size() != 1) a.error("embedding_bag needs one bag of token ids [L] per sample, got " + a.in.str());
+          const int64_t vocab = a.vocab("embedding_bag");
+          EmbeddingBagOptions o{.norm_type = a.number("norm_type"), .scale_grad_by_freq = a.boolean("scale_grad_by_freq"),
+                                .mode = a.text("mode")};
+          if (o.mode == "max" && o.scale_grad_by_freq) a.error("scale_grad_by_freq does not apply to mode max (as PyTorch)");
+          if (a.has("max_norm")) o.max_norm = a.number("max_norm", 0.0);
+          if (a.has("padding_idx")) o.padding_idx = a.integer("padding_idx", 0);
+          return std::make_shared<EmbeddingBag>(vocab, a.integer("embedding_dim"), o, gen);
         }}},
       {"embedding",
        {{Row("embedding_dim", Kind::integer).req().doc("Features per token (the vocabulary size comes from the data)."),

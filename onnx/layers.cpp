@@ -67,6 +67,24 @@ std::string batch_norm(Graph& g, nn::BatchNorm& m, const std::string& path, cons
   return n.output(0);
 }
 
+// Instance norm in eval mode: InstanceNormalization (each sample's own statistics), or, with
+// track_running_stats, BatchNormalization on the running statistics (what eval uses then, as PyTorch).
+std::string instance_norm(Graph& g, nn::InstanceNorm& m, const std::string& path, const Value& in) {
+  const int64_t rank = m.type_name() == "InstanceNorm2d" ? 4 : 3;
+  need_rank(path, m, in, rank, rank == 4 ? "[N, C, H, W]" : "[N, C, L]");
+  const int64_t c = m.options.num_features();
+  const std::string scale = m.weight.defined() ? g.weight(m.weight, path + ".weight") : g.constant(ones({c}), path, "scale");
+  const std::string shift = m.bias.defined() ? g.weight(m.bias, path + ".bias") : g.constant(zeros({c}), path, "shift");
+  const bool running = m.options.track_running_stats();
+  ::onnx::NodeProto& n =
+      running ? g.node("BatchNormalization", {in.name, scale, shift, g.weight(m.running_mean, path + ".running_mean"),
+                                              g.weight(m.running_var, path + ".running_var")},
+                       path)
+              : g.node("InstanceNormalization", {in.name, scale, shift}, path);
+  attr_float(n, "epsilon", m.options.eps());
+  return n.output(0);
+}
+
 }  // namespace
 
 void add_basic_layers(LayerTable& t) {
@@ -128,6 +146,46 @@ void add_basic_layers(LayerTable& t) {
   add_layer<nn::BatchNorm>(t, "BatchNorm", batch_norm);
   add_layer<nn::LayerNorm>(t, "LayerNorm", [](Graph& g, nn::LayerNorm& m, const std::string& path, const Value& in) {
     return g.layer_norm(in.name, m.normalized_shape.size(), m.weight, m.bias, m.eps, path);
+  });
+  // Group norm: x [N, C, *] as [N, G, C/G·*], normalised over its last dim, back to x's shape, then weight and
+  // bias per channel (as [C, 1, ...]). GroupNormalization is opset 18, past kMaxOpset.
+  add_layer<nn::GroupNorm>(t, "GroupNorm", [](Graph& g, nn::GroupNorm& m, const std::string& path, const Value& in) {
+    const int64_t rank = in.example.dim();
+    if (rank < 2) unsupported(path, m, "export needs a batched input [N, C, ...], got " + in.example.shape().str());
+    const std::string grouped = g.op("Reshape", {in.name, g.ints({0, m.options.num_groups(), -1}, path, "groups")}, path);
+    const std::string normed = g.layer_norm(grouped, 1, Tensor(), Tensor(), m.options.eps(), path);
+    const std::string y = g.op("Reshape", {normed, g.op("Shape", {in.name}, path)}, path);
+    if (!m.weight.defined()) return y;
+    std::vector<int64_t> axes;  // [C] → [C, 1, ..., 1] against [N, C, *]
+    for (int64_t d = 1; d + 1 < rank; ++d) axes.push_back(d);
+    const std::string channel_axes = axes.empty() ? std::string() : g.ints(axes, path, "channel_axes");
+    const auto per_channel = [&](const Tensor& p, const std::string& name) {
+      const std::string v = g.weight(p, name);
+      return axes.empty() ? v : g.op("Unsqueeze", {v, channel_axes}, path);
+    };
+    return g.op("Add", {g.op("Mul", {y, per_channel(m.weight, path + ".weight")}, path), per_channel(m.bias, path + ".bias")},
+                path);
+  });
+  add_layer<nn::InstanceNorm1d>(t, "InstanceNorm1d", instance_norm);
+  add_layer<nn::InstanceNorm2d>(t, "InstanceNorm2d", instance_norm);
+  // Local response norm by PyTorch's own formula: x² as [N, 1, C, *], averaged over windows of `size` channels
+  // (size/2 zero channels before, (size-1)/2 after, the zeros counted), then x / (k + alpha·avg)^beta. (ONNX's
+  // LRN centres an even window one channel later than PyTorch's.)
+  add_layer<nn::LocalResponseNorm>(t, "LocalResponseNorm", [](Graph& g, nn::LocalResponseNorm& m, const std::string& path,
+                                                              const Value& in) {
+    if (in.example.dim() < 3) unsupported(path, m, "export needs a batched input [N, C, ...], got " + in.example.shape().str());
+    const int64_t size = m.options.size(), c = in.example.size(1);
+    const std::string sq = g.op("Mul", {in.name, in.name}, path);
+    const std::string planes = g.op("Reshape", {sq, g.ints({0, 1, c, -1}, path, "planes")}, path);
+    ::onnx::NodeProto& avg = g.node("AveragePool", {planes}, path);
+    attr_ints(avg, "kernel_shape", {size, 1});
+    attr_ints(avg, "pads", {size / 2, 0, (size - 1) / 2, 0});
+    attr_int(avg, "count_include_pad", 1);
+    const std::string window = g.op("Reshape", {avg.output(0), g.op("Shape", {in.name}, path)}, path);
+    const std::string base = g.op("Add", {g.op("Mul", {window, g.scalar(m.options.alpha(), path, "alpha")}, path),
+                                          g.scalar(m.options.k(), path, "k")},
+                                  path);
+    return g.op("Div", {in.name, g.op("Pow", {base, g.scalar(m.options.beta(), path, "beta")}, path)}, path);
   });
   add_unary<nn::Dropout>(t, "Dropout", "Identity");  // exported as in eval mode
   add_layer<nn::Flatten>(t, "Flatten", [](Graph& g, nn::Flatten& m, const std::string& path, const Value& in) {

@@ -159,6 +159,24 @@ void add_sequence_layers(LayerTable& t) {
   add_layer<nn::Embedding>(t, "Embedding", [](Graph& g, nn::Embedding& m, const std::string& path, const Value& in) {
     return gather(g, m.weight, in.name, path);
   });
+  // EmbeddingBag on [B, L] (one bag per row, no offsets): Gather, then the bag's sum, mean or max over L.
+  add_layer<nn::EmbeddingBag>(t, "EmbeddingBag", [](Graph& g, nn::EmbeddingBag& m, const std::string& path, const Value& in) {
+    if (in.example.dim() != 2)
+      unsupported(path, m, "export needs token ids [B, L] (one bag per row), got " + in.example.shape().str());
+    if (m.options.max_norm.has_value())
+      unsupported(path, m, "max_norm renormalises the looked-up rows of the weight in place, which ONNX cannot express; "
+                           "export a model built without max_norm");
+    if (m.options.padding_idx.has_value())
+      unsupported(path, m, "padding_idx takes entries out of their bags, which this exporter does not write; export a "
+                           "model built without padding_idx");
+    const std::string rows = g.op("Gather", {g.weight(m.weight, path + ".weight"), in.name}, path);  // [B, L, D]
+    const std::string& mode = m.options.mode;
+    ::onnx::NodeProto& n = mode == "sum" ? g.node("ReduceSum", {rows, g.ints({1}, path, "axes")}, path)  // axes: an input
+                                         : g.node(mode == "max" ? "ReduceMax" : "ReduceMean", {rows}, path);
+    if (mode != "sum") attr_ints(n, "axes", {1});  // an attribute up to opset 17
+    attr_int(n, "keepdims", 0);
+    return n.output(0);
+  });
   add_layer<nn::LearnedPositionalEmbedding>(
       t, "LearnedPositionalEmbedding", [](Graph& g, nn::LearnedPositionalEmbedding& m, const std::string& path, const Value& in) {
         return add_positions(g, in.name, in.example.dim(), g.weight(m.weight, path + ".weight"), path);

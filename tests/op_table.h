@@ -236,13 +236,14 @@ inline Host sorted_ref(const Host& x, int dim, bool descending, int64_t k = -1) 
 }
 
 // --- the table --------------------------------------------------------------------------------------------
-enum class Domain { normal, positive };
+enum class Domain { normal, positive, unit };
 struct In {
   Shape shape;
   Domain domain = Domain::normal;
 };
 inline In N(Shape s) { return {s, Domain::normal}; }
 inline In P(Shape s) { return {s, Domain::positive}; }  // in [0.5, 2): for log, sqrt, pow bases, divisors
+inline In U(Shape s) { return {s, Domain::unit}; }      // in [0.1, 0.9): probabilities (binary_cross_entropy)
 
 using V = const std::vector<Tensor>&;
 using H = const std::vector<Host>&;
@@ -299,6 +300,46 @@ Host scatter_ref(const Host& x, F src) {
   Host out = x;
   for (int64_t i = 0; i < 3; ++i)
     for (int64_t j = 0; j < 2; ++j) out.v[flat_index(out, {i, kScatterIndexValues[i * 2 + j]})] = src(i, j);
+  return out;
+}
+// scatter_reduce, index_put, embedding_bag: indices with repeats (the reductions and accumulations meet)
+inline const std::vector<int64_t> kReduceIndexValues = {0, 2, 0, 3, 1, 1, 1, 1, 3, 0};  // [2, 5], dim 1 of [2, 4]
+inline const Tensor kReduceIndex = from_vector<int64_t>(kReduceIndexValues, {2, 5});
+inline const Tensor kPutRows = from_vector<int64_t>({2, 0, -1});  // index_put rows of [3, 4]; -1 wraps to 2: a repeat
+inline const Tensor kBagInput = from_vector<int64_t>({1, 3, 3, 0, 2, 1, 4});
+inline const Tensor kBagOffsets = from_vector<int64_t>({0, 2, 2, 5});  // bags of 2, 0, 3 and 2 entries
+// self [2, 4] with src [2, 5] reduced in at kReduceIndex along dim 1; a position no index names keeps self's value.
+inline Host scatter_reduce_ref(const Host& self, const Host& src, const std::string& reduce, bool include_self) {
+  Host out = self;
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t k = 0; k < 4; ++k) {
+      std::vector<double> v;
+      for (int64_t j = 0; j < 5; ++j)
+        if (kReduceIndexValues[i * 5 + j] == k) v.push_back(at(src, {i, j}));
+      if (v.empty()) continue;
+      if (include_self) v.push_back(at(self, {i, k}));
+      double r = reduce == "prod" ? 1 : reduce == "amax" ? -INFINITY : reduce == "amin" ? INFINITY : 0;
+      for (const double e : v)
+        r = reduce == "prod" ? r * e : reduce == "amax" ? std::max(r, e) : reduce == "amin" ? std::min(r, e) : r + e;
+      if (reduce == "mean") r /= static_cast<double>(v.size());
+      out.v[flat_index(out, {i, k})] = r;
+    }
+  return out;
+}
+// The elements of h [2, 3] where kMask is set, in order.
+inline Host masked_ref(const Host& h) {
+  Host out{{3}, {}};
+  for (size_t i = 0; i < 6; ++i)
+    if (kMaskHost.v[i] != 0) out.v.push_back(h.v[i]);
+  return out;
+}
+// The mean of each bag (kBagInput, kBagOffsets) of rows of weight [V, 3]; the empty bag gives zeros.
+inline Host embedding_bag_mean_ref(const Host& weight) {
+  Host out{{4, 3}, std::vector<double>(12, 0.0)};
+  const int64_t in[] = {1, 3, 3, 0, 2, 1, 4}, start[] = {0, 2, 2, 5, 7};
+  for (int64_t b = 0; b < 4; ++b)
+    for (int64_t e = start[b]; e < start[b + 1]; ++e)
+      for (int64_t d = 0; d < 3; ++d) out.v[b * 3 + d] += at(weight, {in[e], d}) / static_cast<double>(start[b + 1] - start[b]);
   return out;
 }
 
@@ -427,7 +468,8 @@ inline Tensor random_values(const Shape& shape, Domain domain, Generator& gen, D
                             Device device = kCPU) {
   const Tensor u = rand(shape, {.dtype = DType::f64}, &gen);
   NoGradGuard no_grad;
-  return (domain == Domain::positive ? u * 1.5 + 0.5 : (u - 0.5) * 4.0).to(dtype).to(device);
+  const Tensor v = domain == Domain::positive ? u * 1.5 + 0.5 : domain == Domain::unit ? u * 0.8 + 0.1 : (u - 0.5) * 4.0;
+  return v.to(dtype).to(device);
 }
 
 // --- the fused nn ops (nn::functional): constants, references --------------------------------------------
@@ -465,16 +507,30 @@ inline constexpr const char* kNnGolden = "nn_golden.safetensors";
 inline Golden nn_golden(std::string name, std::vector<std::string> inputs) {
   return {.file = kNnGolden, .name = std::move(name), .inputs = std::move(inputs)};
 }
-inline Tensor golden_const(V x, const std::string& key) {
-  const Tensor t = test::golden(kNnGolden, key);
+// The losses' and norms' goldens (tools/make_loss_golden.py) have the same layout; `file` names them.
+inline constexpr const char* kLossGolden = "loss_golden.safetensors";
+inline constexpr const char* kNormGolden = "norm_golden.safetensors";
+inline Golden loss_golden(std::string name, std::vector<std::string> inputs) {
+  return {.file = kLossGolden, .name = std::move(name), .inputs = std::move(inputs)};
+}
+inline Golden norm_golden(std::string name, std::vector<std::string> inputs) {
+  return {.file = kNormGolden, .name = std::move(name), .inputs = std::move(inputs)};
+}
+// Loads every golden file the lines read (the guard harnesses call it before guarding: a golden loaded under a
+// guard would be walked by each of its checks).
+inline void load_goldens() {
+  for (const char* file : {kNnGolden, kLossGolden, kNormGolden}) test::golden_file(file);
+}
+inline Tensor golden_const(V x, const std::string& key, const char* file = kNnGolden) {
+  const Tensor t = test::golden(file, key);
   return (is_floating(t.dtype()) ? t.to(x[0].dtype()) : t).to(x[0].device());
 }
-inline Host golden_host(const std::string& key) {
-  const Tensor t = test::golden(kNnGolden, key);
+inline Host golden_host(const std::string& key, const char* file = kNnGolden) {
+  const Tensor t = test::golden(file, key);
   return {t.shape(), t.to_vector<double>()};
 }
-inline std::vector<int64_t> golden_labels(const std::string& key) {
-  return test::golden(kNnGolden, key).to_vector<int64_t>();
+inline std::vector<int64_t> golden_labels(const std::string& key, const char* file = kNnGolden) {
+  return test::golden(file, key).to_vector<int64_t>();
 }
 
 inline F::Conv2dOptions conv(int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw, int64_t groups) {
@@ -659,6 +715,135 @@ inline Host bce_with_logits_ref(const Host& x, const Host& t, Red r, const Host*
   return reduced(loss, r, static_cast<double>(x.v.size()));
 }
 
+// --- losses and norms, round 3 (PyTorch 1.13's formulas; tests/test_losses.cpp, test_norms.cpp) ---
+inline Host smooth_l1_ref(const Host& x, const Host& t, double beta, Red r) {
+  return reduced(map2(x, t, [=](double a, double b) { const double z = std::abs(a - b); return z < beta ? 0.5 * z * z / beta : z - 0.5 * beta; }), r, static_cast<double>(x.v.size()));
+}
+inline Host huber_ref(const Host& x, const Host& t, double delta, Red r) {
+  return reduced(map2(x, t, [=](double a, double b) { const double z = std::abs(a - b); return z < delta ? 0.5 * z * z : delta * (z - 0.5 * delta); }), r, static_cast<double>(x.v.size()));
+}
+// input log-probabilities, target probabilities (log-probabilities with log_target); divisor: N (batchmean), all (mean)
+inline Host kl_div_ref(const Host& x, const Host& t, bool log_target, Red r, double divisor) {
+  return reduced(map2(x, t, [=](double a, double b) { return log_target ? std::exp(b) * (b - a) : b > 0 ? b * (std::log(b) - a) : 0.0; }), r, divisor);
+}
+// Σ_dim a·b / √(max(‖a‖², eps²)·max(‖b‖², eps²)) over 2-D a and b (broadcast).
+inline Host cosine_similarity_ref(const Host& a, const Host& b, int dim, double eps) {
+  const Shape full = broadcast(a.shape, b.shape);
+  return generate({full[1 - dim]}, [&](const Shape& o) {
+    double ab = 0, aa = 0, bb = 0;
+    for (int64_t k = 0; k < full[dim]; ++k) {
+      const Shape i = dim == 0 ? Shape{k, o[0]} : Shape{o[0], k};
+      ab += at(a, i) * at(b, i), aa += at(a, i) * at(a, i), bb += at(b, i) * at(b, i);
+    }
+    return ab / std::sqrt(std::max(aa, eps * eps) * std::max(bb, eps * eps));
+  });
+}
+// ‖a_i - b_i + eps‖_p of each row of [N, D] → [N].
+inline Host pairwise_distance_ref(const Host& a, const Host& b, double p, double eps) {
+  const int64_t D = a.shape[1];
+  return generate({a.shape[0]}, [&](const Shape& i) {
+    double s = 0;
+    for (int64_t d = 0; d < D; ++d) s += std::pow(std::abs(at(a, {i[0], d}) - at(b, {i[0], d}) + eps), p);
+    return std::pow(s, 1 / p);
+  });
+}
+inline Host cosine_embedding_ref(const Host& a, const Host& b, const Host& t, double margin) {
+  const int64_t N = a.shape[0], D = a.shape[1];
+  Host loss{{N}, {}};
+  for (int64_t n = 0; n < N; ++n) {
+    double ab = 0, aa = 1e-12, bb = 1e-12;
+    for (int64_t d = 0; d < D; ++d) ab += a.v[n * D + d] * b.v[n * D + d], aa += a.v[n * D + d] * a.v[n * D + d], bb += b.v[n * D + d] * b.v[n * D + d];
+    const double cos = ab / std::sqrt(aa * bb);
+    loss.v.push_back(t.v[n] == 1 ? 1 - cos : std::max(0.0, cos - margin));
+  }
+  return reduced(loss, Red::mean, static_cast<double>(N));
+}
+inline Host triplet_ref(const Host& a, const Host& p, const Host& n, double margin, double norm_p, bool swap, Red r) {
+  const Host ap = pairwise_distance_ref(a, p, norm_p, 1e-6), an = pairwise_distance_ref(a, n, norm_p, 1e-6);
+  const Host pn = pairwise_distance_ref(p, n, norm_p, 1e-6);
+  Host loss{ap.shape, {}};
+  for (size_t i = 0; i < ap.v.size(); ++i) loss.v.push_back(std::max(0.0, margin + ap.v[i] - (swap ? std::min(an.v[i], pn.v[i]) : an.v[i])));
+  return reduced(loss, r, static_cast<double>(loss.v.size()));
+}
+// log_input: e^x - t·x; else x - t·log(x + 1e-8), and full adds Stirling's term where t > 1.
+inline Host poisson_nll_ref(const Host& x, const Host& t, bool log_input, bool full, Red r) {
+  return reduced(map2(x, t, [=](double a, double b) {
+    const double stirling = full && b > 1 ? b * std::log(b) - b + 0.5 * std::log(2 * M_PI * b) : 0.0;
+    return (log_input ? std::exp(a) - b * a : a - b * std::log(a + 1e-8)) + stirling;
+  }), r, static_cast<double>(x.v.size()));
+}
+// ½·(log v + (x - t)²/v) (+ ½·log 2π with full), v clamped at 1e-6; v [N] (one per row) or of x's shape.
+inline Host gaussian_nll_ref(const Host& x, const Host& t, const Host& v, bool full, Red r) {
+  const Host loss = generate(x.shape, [&](const Shape& i) {
+    const double var = std::max(v.shape.size() == 1 ? v.v[i[0]] : at(v, i), 1e-6), d = at(x, i) - at(t, i);
+    return 0.5 * (std::log(var) + d * d / var) + (full ? 0.5 * std::log(2 * M_PI) : 0.0);
+  });
+  return reduced(loss, r, static_cast<double>(x.v.size()));
+}
+// -w·(t·log x + (1 - t)·log(1 - x)), each log clamped at -100; w along the last dim (or none).
+inline Host bce_ref(const Host& x, const Host& t, const Host* w, Red r) {
+  const Host loss = generate(x.shape, [&](const Shape& i) {
+    const double a = at(x, i), y = at(t, i);
+    return -(w != nullptr ? at(*w, i) : 1.0) * (y * std::max(std::log(a), -100.0) + (1 - y) * std::max(std::log(1 - a), -100.0));
+  });
+  return reduced(loss, r, static_cast<double>(x.v.size()));
+}
+// -(t·logσ(x) + (1 - t)·logσ(-x))·w averaged over the C of each row of [N, C], then reduced over N.
+inline Host multilabel_soft_margin_ref(const Host& x, const Host& t, const Host* w, Red r) {
+  const int64_t N = x.shape[0], C = x.shape[1];
+  const auto log_sigmoid = [](double a) { return -std::log1p(std::exp(-a)); };
+  Host loss{{N}, std::vector<double>(static_cast<size_t>(N), 0.0)};
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c) {
+      const double a = x.v[n * C + c], y = t.v[n * C + c];
+      loss.v[n] -= (y * log_sigmoid(a) + (1 - y) * log_sigmoid(-a)) * (w != nullptr ? w->v[c] : 1.0) / static_cast<double>(C);
+    }
+  return reduced(loss, r, static_cast<double>(N));
+}
+// x [N, C, *]: each run of `group` consecutive (channel, *) elements normalised with its own mean and biased
+// variance (group_norm: C/G channels; instance_norm: one), or with mean/var [C] (instance_norm eval); then
+// weight and bias per channel.
+inline Host group_norm_ref(const Host& x, int64_t groups, const Host* weight, const Host* bias, double eps = 1e-5,
+                           const Host* mean = nullptr, const Host* var = nullptr) {
+  const int64_t N = x.shape[0], C = x.shape[1], S = static_cast<int64_t>(x.v.size()) / (N * C), n = C / groups * S;
+  Host out = x;
+  for (int64_t row = 0; row < N * groups; ++row) {
+    double m = 0, v = 0;
+    for (int64_t j = 0; j < n; ++j) m += x.v[row * n + j] / static_cast<double>(n);
+    for (int64_t j = 0; j < n; ++j) v += (x.v[row * n + j] - m) * (x.v[row * n + j] - m) / static_cast<double>(n);
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t c = (row * n + j) / S % C;
+      const double mc = mean != nullptr ? mean->v[c] : m, vc = var != nullptr ? var->v[c] : v;
+      out.v[row * n + j] = (x.v[row * n + j] - mc) / std::sqrt(vc + eps) * (weight != nullptr ? weight->v[c] : 1.0) +
+                           (bias != nullptr ? bias->v[c] : 0.0);
+    }
+  }
+  return out;
+}
+// x / (k + alpha/size · Σ x²)^beta over channels c - size/2 .. c + (size-1)/2 of x [N, C, *].
+inline Host local_response_norm_ref(const Host& x, int64_t size, double alpha, double beta, double k) {
+  const int64_t N = x.shape[0], C = x.shape[1], S = static_cast<int64_t>(x.v.size()) / (N * C);
+  Host out = x;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t s = 0; s < S; ++s) {
+        double sq = 0;
+        for (int64_t j = std::max<int64_t>(0, c - size / 2); j <= std::min(C - 1, c + (size - 1) / 2); ++j) sq += x.v[(n * C + j) * S + s] * x.v[(n * C + j) * S + s];
+        out.v[(n * C + c) * S + s] /= std::pow(k + alpha / static_cast<double>(size) * sq, beta);
+      }
+  return out;
+}
+// x / max(‖x‖_p, 1e-12) along dim of a 2-D x.
+inline Host normalize_ref(const Host& x, double p, int dim) {
+  const Host norm = reduce(map1(x, [=](double a) { return std::pow(std::abs(a), p); }), {dim}, true, 0.0, std::plus<>());
+  return map2(x, map1(norm, [=](double s) { return std::max(std::pow(s, 1 / p), 1e-12); }), std::divides<>());
+}
+// Instance norm in training mode from seeded running statistics: y, then the updated statistics (Options::state).
+inline Outs instance_norm_train(V x) {
+  const Tensor rm = constant(x, {3}, Domain::normal, 11), rv = constant(x, {3}, Domain::positive, 12);
+  return {F::instance_norm(x[0], rm, rv, {}, {}, true, 0.2, 1e-3), rm, rv};
+}
+
 // Batch norm in training mode from seeded running statistics: y, then the updated statistics (Options::state).
 inline Outs batch_norm_train(V x, const Tensor& weight, const Tensor& bias) {
   const Shape c{x[0].size(1)};
@@ -820,6 +1005,24 @@ inline const std::vector<OpCase>& op_table() {
     {"chunk", {N({5, 4})}, [](V x) { return x[0].chunk(3, 0)[1]; }, [](H h) { return slice_ref(h[0], 0, 2, 2, 1); }},
     {"split", {N({4, 5})}, [](V x) { return split(x[0], {1, 3, 1}, -1)[1]; }, [](H h) { return slice_ref(h[0], 1, 1, 3, 1); }},
     {"unbind", {N({3, 4})}, [](V x) { return x[0].unbind(1)[2]; }, [](H h) { return with_shape(slice_ref(h[0], 1, 2, 1, 1), {3}); }},
+    // scatter_add, scatter_reduce (each reduction, with and without self), take_along_dim, masked_select,
+    // advanced indexing (integer and boolean tensors) and index_put with accumulate (autograd/functions_advanced_indexing.cpp)
+    {"scatter_add", {N({3, 5}), N({3, 2})}, [](V x) { return scatter_add(x[0], 1, kScatterIndex.to(x[0].device()), x[1]); }, [](H h) { Host out = h[0]; for (int64_t i = 0; i < 3; ++i) for (int64_t j = 0; j < 2; ++j) out.v[flat_index(out, {i, kScatterIndexValues[i * 2 + j]})] += at(h[1], {i, j}); return out; }},
+#define EMBER_REDUCE_ROW(how, with_self, suffix)                                                                 \
+  {"scatter_reduce_" how suffix, {N({2, 4}), N({2, 5})},                                                         \
+   [](V x) { return x[0].scatter_reduce(1, kReduceIndex.to(x[0].device()), x[1], how, with_self); },            \
+   [](H h) { return scatter_reduce_ref(h[0], h[1], how, with_self); }, {.out = Kind::reduce}}
+    EMBER_REDUCE_ROW("sum", true, ""), EMBER_REDUCE_ROW("sum", false, "_noself"),
+    EMBER_REDUCE_ROW("prod", true, ""), EMBER_REDUCE_ROW("prod", false, "_noself"),
+    EMBER_REDUCE_ROW("mean", true, ""), EMBER_REDUCE_ROW("mean", false, "_noself"),
+    EMBER_REDUCE_ROW("amax", true, ""), EMBER_REDUCE_ROW("amax", false, "_noself"),
+    EMBER_REDUCE_ROW("amin", true, ""), EMBER_REDUCE_ROW("amin", false, "_noself"),
+#undef EMBER_REDUCE_ROW
+    {"take_along_dim", {N({3, 4})}, [](V x) { return x[0].take_along_dim(kGatherIndex.to(x[0].device()), 1); }, [](H h) { return generate({3, 2}, [&](const Shape& i) { return at(h[0], {i[0], std::vector<int64_t>{0, 3, 1, 1, 2, 0}[i[0] * 2 + i[1]]}); }); }, {.out = Kind::exact}},
+    {"masked_select", {N({2, 3})}, [](V x) { return masked_select(x[0], kMask.to(x[0].device())); }, [](H h) { return masked_ref(h[0]); }, {.out = Kind::exact}},
+    {"index", {N({3, 4})}, [](V x) { return x[0].index({kSelectIndex.to(x[0].device()), indexing::Slice(1)}); }, [](H h) { return generate({3, 3}, [&](const Shape& i) { return at(h[0], {std::vector<int64_t>{2, 0, 2}[i[0]], i[1] + 1}); }); }, {.out = Kind::exact}},
+    {"index_mask", {N({2, 3})}, [](V x) { return x[0].index({kMask.to(x[0].device())}); }, [](H h) { return masked_ref(h[0]); }, {.out = Kind::exact}},
+    {"index_put", {N({3, 4}), N({3, 4})}, [](V x) { return x[0].index_put({kPutRows.to(x[0].device())}, x[1], true); }, [](H h) { Host out = h[0]; const int64_t rows[] = {2, 0, 2}; for (int64_t r = 0; r < 3; ++r) for (int64_t j = 0; j < 4; ++j) out.v[flat_index(out, {rows[r], j})] += at(h[1], {r, j}); return out; }, {.out = Kind::reduce}},
     // --- fused nn ops (nn::functional) ---
     // conv2d (cuDNN on the GPU: conv tolerances); conv1d is conv2d of unit height
     {"conv2d", {N({2, 2, 5, 5}), N({3, 2, 3, 3})}, [](V x) { return F::conv2d(x[0], x[1]); }, [](H h) { return conv2d_ref(h[0], h[1], nullptr, {}); }, {.out = Kind::conv, .grad = Kind::conv}},
@@ -879,6 +1082,17 @@ inline const std::vector<OpCase>& op_table() {
     {"layer_norm_2d", {N({2, 3, 4}), N({3, 4}), N({3, 4})}, [](V x) { return F::layer_norm(x[0], {3, 4}, x[1], x[2]); }, [](H h) { return layer_norm_ref(h[0], 12, &h[1], &h[2]); }, {.out = Kind::reduce, .contiguous_only = kVariant, .golden = nn_golden("layernorm", {"x", "w", "b"})}},
     {"layer_norm_no_affine", {N({3, 7})}, [](V x) { return F::layer_norm(x[0], {7}); }, [](H h) { return layer_norm_ref(h[0], 7, nullptr, nullptr); }, {.out = Kind::reduce, .contiguous_only = kVariant}},
     {"layer_norm_wide", {N({4, 1000}), N({1000}), N({1000})}, [](V x) { return F::layer_norm(x[0], {1000}, x[1], x[2]); }, [](H h) { return layer_norm_ref(h[0], 1000, &h[1], &h[2]); }, {.forward_tol = 1e-11, .out = Kind::reduce, .no_gradcheck = kLarge, .contiguous_only = kVariant}},
+    // norms, round 3 (PyTorch's goldens: tools/make_loss_golden.py); instance norm in training mode also
+    // compares the running statistics it updates
+    {"group_norm", {N({2, 6, 3, 2}), N({6}), N({6})}, [](V x) { return F::group_norm(x[0], 3, x[1], x[2]); }, [](H h) { return group_norm_ref(h[0], 3, &h[1], &h[2]); }, {.out = Kind::reduce, .golden = norm_golden("gn", {"x", "w", "b"})}},
+    {"group_norm_one_group", {N({3, 4, 5})}, [](V x) { return F::group_norm(x[0], 1, {}, {}, 1e-3); }, [](H h) { return group_norm_ref(h[0], 1, nullptr, nullptr, 1e-3); }, {.out = Kind::reduce, .contiguous_only = kVariant, .golden = norm_golden("gn_one_group", {"x"})}},
+    {"instance_norm", {N({2, 3, 5}), N({3}), N({3})}, [](V x) { return F::instance_norm(x[0], {}, {}, x[1], x[2]); }, [](H h) { return group_norm_ref(h[0], 3, &h[1], &h[2]); }, {.out = Kind::reduce, .golden = norm_golden("in1d", {"x", "w", "b"})}},
+    {"instance_norm_running", {N({4, 3, 3, 2})}, [](V x) { return instance_norm_train(x)[0]; }, [](H h) { return group_norm_ref(h[0], 3, nullptr, nullptr, 1e-3); }, {.out = Kind::reduce, .contiguous_only = kVariant, .state = instance_norm_train, .golden = norm_golden("in2d_running", {"x"})}},
+    {"instance_norm_eval", {N({2, 3, 4}), N({3}), N({3})}, [](V x) { return F::instance_norm(x[0], golden_const(x, "in_eval.rm", kNormGolden), golden_const(x, "in_eval.rv", kNormGolden), x[1], x[2], false); }, [](H h) { const Host m = golden_host("in_eval.rm", kNormGolden), v = golden_host("in_eval.rv", kNormGolden); return group_norm_ref(h[0], 3, &h[1], &h[2], 1e-5, &m, &v); }, {.contiguous_only = kVariant, .golden = norm_golden("in_eval", {"x", "w", "b"})}},
+    {"local_response_norm", {N({2, 7, 3})}, [](V x) { return F::local_response_norm(x[0], 3); }, [](H h) { return local_response_norm_ref(h[0], 3, 1e-4, 0.75, 1.0); }, {.out = Kind::reduce, .golden = norm_golden("lrn", {"x"})}},
+    {"local_response_norm_4d", {N({2, 6, 3, 2})}, [](V x) { return F::local_response_norm(x[0], 4, 0.1, 0.6, 2.0); }, [](H h) { return local_response_norm_ref(h[0], 4, 0.1, 0.6, 2.0); }, {.out = Kind::reduce, .golden = norm_golden("lrn_4d", {"x"})}},
+    {"normalize", {N({3, 4})}, [](V x) { return F::normalize(x[0]); }, [](H h) { return normalize_ref(h[0], 2, 1); }, {.out = Kind::reduce, .golden = norm_golden("normalize", {"x"})}},
+    {"normalize_p1_dim0", {N({3, 4})}, [](V x) { return F::normalize(x[0], 1.0, 0); }, [](H h) { return normalize_ref(h[0], 1, 0); }, {.out = Kind::reduce, .golden = norm_golden("normalize_p1_dim0", {"x"})}},
     // softmax over wide rows (D = 1000), and at logits near ±1e3 (spread 3) and nearly tied at 1e3 (spread
     // 1e-3: a few f32 spacings): the row sums accumulate in double on both devices and the formulas are one
     // copy (backends/nn_math.h), so these take the elementwise tolerance: a device that shifted exp by a
@@ -923,6 +1137,34 @@ inline const std::vector<OpCase>& op_table() {
     {"bce_with_logits_none", {N({3, 4})}, [](V x) { return F::binary_cross_entropy_with_logits(x[0], uniform_constant(x, {3, 4}, 13), {.reduction = F::Reduction::none}); }, [](H h) { return bce_with_logits_ref(h[0], uniform_host({3, 4}, 13), Red::none); }, {.out = Kind::reduce, .contiguous_only = kVariant}},
     {"bce_with_logits_weight_pos_weight", {N({3, 4}), N({3, 4})}, [](V x) { return F::binary_cross_entropy_with_logits(x[0], x[1], {.weight = golden_const(x, "bce_w_pos.w"), .pos_weight = golden_const(x, "bce_w_pos.p")}); }, [](H h) { const Host w = golden_host("bce_w_pos.w"), p = golden_host("bce_w_pos.p"); return bce_with_logits_ref(h[0], h[1], Red::mean, &w, &p); }, {.out = Kind::reduce, .contiguous_only = kVariant, .golden = nn_golden("bce_w_pos", {"x", "t"})}},
     {"bce_with_logits_large_weight_pos_weight", {N({3, 4})}, [](V x) { return F::binary_cross_entropy_with_logits(x[0] * 10.0, uniform_constant(x, {3, 4}, 13), {.weight = constant(x, {3, 1}, Domain::positive, 24), .pos_weight = constant(x, {4}, Domain::positive, 25)}); }, [](H h) { const Host w = constant_host({3, 1}, Domain::positive, 24), p = constant_host({4}, Domain::positive, 25); return bce_with_logits_ref(affine_transform(h[0], 10, 0), uniform_host({3, 4}, 13), Red::mean, &w, &p); }, {.out = Kind::reduce, .contiguous_only = kVariant}},
+    // losses, round 3: the reference, and PyTorch's golden on its case's inputs (tools/make_loss_golden.py)
+    {"smooth_l1_loss", {N({4, 5}), N({4, 5})}, [](V x) { return F::smooth_l1_loss(x[0], x[1]); }, [](H h) { return smooth_l1_ref(h[0], h[1], 1.0, Red::mean); }, {.out = Kind::reduce, .golden = loss_golden("smooth_l1", {"x", "t"})}},
+    {"smooth_l1_loss_beta_none", {N({4, 5}), N({4, 5})}, [](V x) { return F::smooth_l1_loss(x[0], x[1], {.reduction = F::Reduction::none, .beta = 0.5}); }, [](H h) { return smooth_l1_ref(h[0], h[1], 0.5, Red::none); }, {.grad = Kind::elementwise, .golden = loss_golden("smooth_l1_beta_none", {"x", "t"})}},
+    {"huber_loss", {N({4, 5}), N({4, 5})}, [](V x) { return F::huber_loss(x[0], x[1], {.reduction = F::Reduction::sum, .delta = 0.7}); }, [](H h) { return huber_ref(h[0], h[1], 0.7, Red::sum); }, {.out = Kind::reduce, .golden = loss_golden("huber_delta_sum", {"x", "t"})}},
+    {"kl_div", {N({3, 5}), P({3, 5})}, [](V x) { return F::kl_div(x[0], x[1], {.reduction = F::KLDivReduction::batchmean}); }, [](H h) { return kl_div_ref(h[0], h[1], false, Red::mean, 3); }, {.out = Kind::reduce, .golden = loss_golden("kl_batchmean", {"x", "t"})}},
+    {"kl_div_log_target_none", {N({3, 5}), N({3, 5})}, [](V x) { return F::kl_div(x[0], x[1], {.reduction = F::Reduction::none, .log_target = true}); }, [](H h) { return kl_div_ref(h[0], h[1], true, Red::none, 1); }, {.grad = Kind::elementwise, .golden = loss_golden("kl_none_log_target", {"x", "t"})}},
+    {"cosine_similarity", {N({4, 5}), N({4, 5})}, [](V x) { return F::cosine_similarity(x[0], x[1]); }, [](H h) { return cosine_similarity_ref(h[0], h[1], 1, 1e-8); }, {.out = Kind::reduce, .golden = loss_golden("cos_sim", {"a", "b"})}},
+    {"cosine_similarity_dim0_broadcast", {N({5, 3}), N({5, 1})}, [](V x) { return F::cosine_similarity(x[0], x[1], {.dim = 0, .eps = 1e-6}); }, [](H h) { return cosine_similarity_ref(h[0], h[1], 0, 1e-6); }, {.out = Kind::reduce, .golden = loss_golden("cos_sim_dim0_bcast", {"a", "b"})}},
+    {"pairwise_distance", {N({4, 5}), N({4, 5})}, [](V x) { return F::pairwise_distance(x[0], x[1], {.p = 1.0, .eps = 1e-3, .keepdim = true}); }, [](H h) { return with_shape(pairwise_distance_ref(h[0], h[1], 1, 1e-3), {4, 1}); }, {.out = Kind::reduce, .golden = loss_golden("pdist_p1_keepdim", {"a", "b"})}},
+    {"cosine_embedding_loss", {N({6, 4}), N({6, 4})}, [](V x) { return F::cosine_embedding_loss(x[0], x[1], golden_const(x, "cos_emb.t", kLossGolden), {.margin = 0.2}); }, [](H h) { return cosine_embedding_ref(h[0], h[1], golden_host("cos_emb.t", kLossGolden), 0.2); }, {.out = Kind::reduce, .golden = loss_golden("cos_emb", {"a", "b"})}},
+    {"margin_ranking_loss", {N({8}), N({8})}, [](V x) { return F::margin_ranking_loss(x[0], x[1], golden_const(x, "margin_rank_none.t", kLossGolden), {.reduction = F::Reduction::none}); }, [](H h) { const Host t = golden_host("margin_rank_none.t", kLossGolden); return generate({8}, [&](const Shape& i) { return std::max(0.0, -t.v[i[0]] * (at(h[0], i) - at(h[1], i))); }); }, {.grad = Kind::elementwise, .golden = loss_golden("margin_rank_none", {"a", "b"})}},
+    {"triplet_margin_loss", {N({5, 4}), N({5, 4}), N({5, 4})}, [](V x) { return F::triplet_margin_loss(x[0], x[1], x[2], {.margin = 2.0, .p = 1.0, .swap = true, .reduction = F::Reduction::sum}); }, [](H h) { return triplet_ref(h[0], h[1], h[2], 2.0, 1.0, true, Red::sum); }, {.out = Kind::reduce, .golden = loss_golden("triplet_p1_swap_sum", {"a", "p", "n"})}},
+    {"poisson_nll_loss", {N({3, 4}), N({3, 4})}, [](V x) { return F::poisson_nll_loss(x[0], x[1]); }, [](H h) { return poisson_nll_ref(h[0], h[1], true, false, Red::mean); }, {.out = Kind::reduce, .golden = loss_golden("poisson", {"x", "t"})}},
+    {"poisson_nll_loss_rate_full", {P({3, 4})}, [](V x) { return F::poisson_nll_loss(x[0], golden_const(x, "poisson_rate_full_sum.t", kLossGolden), {.log_input = false, .full = true, .reduction = F::Reduction::sum}); }, [](H h) { return poisson_nll_ref(h[0], golden_host("poisson_rate_full_sum.t", kLossGolden), false, true, Red::sum); }, {.out = Kind::reduce, .golden = loss_golden("poisson_rate_full_sum", {"x"})}},
+    {"gaussian_nll_loss", {N({4, 3}), N({4, 3}), P({4, 3})}, [](V x) { return F::gaussian_nll_loss(x[0], x[1], x[2]); }, [](H h) { return gaussian_nll_ref(h[0], h[1], h[2], false, Red::mean); }, {.out = Kind::reduce, .golden = loss_golden("gauss", {"x", "t", "v"})}},
+    {"gaussian_nll_loss_homoscedastic_full", {N({4, 3}), N({4, 3}), P({4})}, [](V x) { return F::gaussian_nll_loss(x[0], x[1], x[2], {.full = true, .reduction = F::Reduction::sum}); }, [](H h) { return gaussian_nll_ref(h[0], h[1], h[2], true, Red::sum); }, {.out = Kind::reduce, .golden = loss_golden("gauss_short_full", {"x", "t", "v"})}},
+    {"binary_cross_entropy", {U({4, 3}), U({4, 3})}, [](V x) { return F::binary_cross_entropy(x[0], x[1]); }, [](H h) { return bce_ref(h[0], h[1], nullptr, Red::mean); }, {.out = Kind::reduce, .golden = loss_golden("bce", {"x", "t"})}},
+    {"binary_cross_entropy_weight_sum", {U({4, 3}), U({4, 3})}, [](V x) { return F::binary_cross_entropy(x[0], x[1], {.weight = golden_const(x, "bce_weight_sum.w", kLossGolden), .reduction = F::Reduction::sum}); }, [](H h) { const Host w = golden_host("bce_weight_sum.w", kLossGolden); return bce_ref(h[0], h[1], &w, Red::sum); }, {.out = Kind::reduce, .golden = loss_golden("bce_weight_sum", {"x", "t"})}},
+    {"multilabel_soft_margin_loss", {N({4, 5})}, [](V x) { return F::multilabel_soft_margin_loss(x[0], golden_const(x, "mlsm.t", kLossGolden)); }, [](H h) { return multilabel_soft_margin_ref(h[0], golden_host("mlsm.t", kLossGolden), nullptr, Red::mean); }, {.out = Kind::reduce, .golden = loss_golden("mlsm", {"x"})}},
+    {"multilabel_soft_margin_loss_weight_none", {N({4, 5}), N({4, 5})}, [](V x) { return F::multilabel_soft_margin_loss(x[0], x[1], {.weight = golden_const(x, "mlsm_weight_none.w", kLossGolden), .reduction = F::Reduction::none}); }, [](H h) { const Host w = golden_host("mlsm_weight_none.w", kLossGolden); return multilabel_soft_margin_ref(h[0], h[1], &w, Red::none); }, {.out = Kind::reduce, .golden = loss_golden("mlsm_weight_none", {"x", "t"})}},
+    // ctc_loss on log_softmax(x) (PyTorch's gradient for log_probs assumes they are one: nn/functional_ctc.cpp), so
+    // gradcheck checks a derivative. The golden of the first line is that composition on logits. The second's
+    // golden holds log-probabilities x (an f32 log_softmax widened to f64, their exp summing to 1 within ~1e-7):
+    // log_softmax(x) is x but for that rounding, and its backward passes PyTorch's gradient through unchanged
+    // (it sums to 0 over the classes), hence the golden's tolerance. No host reference: the goldens stand for
+    // the alpha-beta recursion (tests/test_losses.cpp checks more cases).
+    {"ctc_loss", {N({7, 3, 5})}, [](V x) { return F::ctc_loss(log_softmax(x[0], 2), golden_const(x, "ctc_logits_sum.tg", kLossGolden), golden_const(x, "ctc_logits_sum.il", kLossGolden), golden_const(x, "ctc_logits_sum.tl", kLossGolden), {.reduction = F::Reduction::sum}); }, nullptr, {.out = Kind::reduce, .golden = loss_golden("ctc_logits_sum", {"x"})}},
+    {"ctc_loss_concat_blank_last_none", {N({7, 3, 5})}, [](V x) { return F::ctc_loss(log_softmax(x[0], 2), golden_const(x, "ctc_concat_blank_last_none.tg", kLossGolden), golden_const(x, "ctc_concat_blank_last_none.il", kLossGolden), golden_const(x, "ctc_concat_blank_last_none.tl", kLossGolden), {.blank = 4, .reduction = F::Reduction::none}); }, nullptr, {.out = Kind::reduce, .golden = Golden{.file = kLossGolden, .name = "ctc_concat_blank_last_none", .inputs = {"x"}, .tol = 1e-6}}},
     // layers built from tensor ops
     {"linear", {N({4, 3}), N({5, 3}), N({5})}, [](V x) { return F::linear(x[0], x[1], x[2]); }, [](H h) { return affine_ref(h[0], h[1], h[2]); }, {.out = Kind::reduce, .golden = nn_golden("linear", {"x", "w", "b"})}},
     // dropout: a seeded generator inside the op, so each call draws the same mask (Philox: the same on both
@@ -933,6 +1175,7 @@ inline const std::vector<OpCase>& op_table() {
     // embedding: the backward scatter-adds rows (atomics on the GPU: the order of the additions varies)
     {"embedding", {N({10, 4})}, [](V x) { return F::embedding(labels(x, kEmbeddingIndices, {2, 3}), x[0]); }, [](H h) { return embedding_ref(h[0], kEmbeddingIndices, {2, 3}); }, {.out = Kind::exact}},
     {"embedding_padding_idx", {N({10, 4})}, [](V x) { return F::embedding(labels(x, kEmbeddingIndices, {2, 3}), x[0], {.padding_idx = 3}); }, [](H h) { return embedding_ref(h[0], kEmbeddingIndices, {2, 3}); }, {.out = Kind::exact, .no_gradcheck = "the padding row's zero gradient is PyTorch's rule, not the derivative (the output does depend on that row)", .contiguous_only = kVariant}},
+    {"embedding_bag", {N({5, 3})}, [](V x) { return F::embedding_bag(kBagInput.to(x[0].device()), x[0], {.offsets = kBagOffsets.to(x[0].device()), .mode = "mean"}); }, [](H h) { return embedding_bag_mean_ref(h[0]); }, {.out = Kind::reduce}},
   };
   return table;
 }

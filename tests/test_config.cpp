@@ -347,8 +347,25 @@ TEST(Config, TaskDataAndLossMustAgree) {
   const TrainConfig r = parse_config(ok_csv, "cfg.yaml");
   EXPECT_EQ(r.loss, "mse");  // the default for regression
   EXPECT_EQ(r.data.target_column, "target");
-  expect_error(ok_csv, {"loss.type=cross_entropy"}, {"loss.type", "regression needs mse or l1"});
+  expect_error(ok_csv, {"loss.type=cross_entropy"}, {"loss.type", "regression needs mse, l1, smooth_l1 or huber"});
   expect_error(ok_csv, {"loss.label_smoothing=0.1"}, {"loss.label_smoothing", "only applies to cross_entropy"});
+  // smooth_l1 and huber, with their thresholds (each only with its own loss), as the losses the trainer computes
+  const TrainConfig sl1 = parse_config(ok_csv, "cfg.yaml", {"loss.type=smooth_l1", "loss.beta=0.5"});
+  EXPECT_EQ(sl1.loss, "smooth_l1");
+  EXPECT_DOUBLE_EQ(sl1.loss_beta, 0.5);
+  const TrainConfig hub = parse_config(ok_csv, "cfg.yaml", {"loss.type=huber", "loss.delta=2"});
+  EXPECT_DOUBLE_EQ(hub.loss_delta, 2.0);
+  EXPECT_DOUBLE_EQ(parse_config(ok_csv, "cfg.yaml", {"loss.type=huber"}).loss_delta, 1.0);  // PyTorch's default
+  const Tensor out = from_vector<float>({0.0f, 3.0f, -0.2f}, {3, 1}), target = from_vector<float>({0.25f, 0.0f, 0.0f}, {3});
+  const Tensor t = target.reshape({3, 1});
+  EXPECT_NEAR(app::task_loss(sl1, out, target).item<float>(), nn::functional::smooth_l1_loss(out, t, {.beta = 0.5}).item<float>(), 1e-7);
+  EXPECT_NEAR(app::task_loss(hub, out, target, true).item<float>(),
+              nn::functional::huber_loss(out, t, {.reduction = nn::functional::Reduction::sum, .delta = 2.0}).item<float>(), 1e-7);
+  expect_error(ok_csv, {"loss.beta=0.5"}, {"loss.beta", "only used with loss.type: smooth_l1", "here loss.type is mse"});
+  expect_error(ok_csv, {"loss.type=smooth_l1", "loss.delta=0.5"}, {"loss.delta", "only used with loss.type: huber"});
+  expect_error(ok_csv, {"loss.type=huber", "loss.delta=0"}, {"loss.delta", "> 0"});
+  expect_error(ok_csv, {"loss.type=smooth_l1", "loss.beta=-1"}, {"loss.beta", ">= 0"});
+  expect_error(kBase, {"loss.type=huber"}, {"loss.type", "huber is a regression loss"});
 }
 
 TEST(Config, NoDecayKindsAndAccumulation) {

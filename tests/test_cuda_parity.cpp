@@ -57,7 +57,7 @@ class CudaOpParity : public CudaWithParam<OpParam> {
   void SetUp() override {
     CudaWithParam<OpParam>::SetUp();
     if (IsSkipped()) return;
-    test::golden_file(kNnGolden);  // loaded once, unguarded: each CPU check would walk its buffers
+    load_goldens();  // loaded once, unguarded: each CPU check would walk their buffers
     guarded_cpu().take_violations();
     guarded_gpu().take_violations();
     set_backend_override(DeviceType::CPU, &guarded_cpu());

@@ -33,12 +33,19 @@ TEST(GradcheckTable, CoversEveryDifferentiableOp) {
       "expand", "contiguous", "clone", "to_dtype", "cat", "stack", "index_select", "gather",
       "var", "std", "logsumexp", "cumsum", "sort", "topk", "scaled_dot_product_attention",
       // masking, indexing, repeating
-      "masked_fill", "tril", "triu", "scatter", "index_add", "repeat", "flip", "chunk", "split", "unbind"};
+      "masked_fill", "tril", "triu", "scatter", "index_add", "repeat", "flip", "chunk", "split", "unbind",
+      "scatter_add", "take_along_dim", "masked_select", "index", "index_mask", "index_put"};
+  for (const char* reduce : {"sum", "prod", "mean", "amax", "amin"})
+    for (const char* self : {"", "_noself"}) required.push_back(std::string("scatter_reduce_") + reduce + self);
   // nn::functional: recurrent cells, then the other fused ops and the losses
   for (const char* op : {"lstm_cell_pointwise", "gru_cell_pointwise", "lstm_cell", "gru_cell", "lstm_sequence",
                          "gru_sequence", "conv2d", "conv1d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
                          "adaptive_max_pool2d", "batch_norm_train", "batch_norm_eval", "layer_norm", "cross_entropy",
-                         "nll_loss", "mse_loss", "l1_loss", "bce_with_logits", "linear", "dropout", "embedding"})
+                         "nll_loss", "mse_loss", "l1_loss", "bce_with_logits", "linear", "dropout", "embedding",
+                         "embedding_bag", "smooth_l1_loss", "huber_loss", "kl_div", "cosine_similarity",
+                         "pairwise_distance", "cosine_embedding_loss", "margin_ranking_loss", "triplet_margin_loss",
+                         "poisson_nll_loss", "gaussian_nll_loss", "binary_cross_entropy", "multilabel_soft_margin_loss",
+                         "ctc_loss", "group_norm", "instance_norm", "local_response_norm", "normalize"})
     required.emplace_back(op);
   for (const UnaryOpInfo& op : kUnaryOps) required.emplace_back(op.name);
   for (const BinaryOpInfo& op : kBinaryOps)
@@ -56,7 +63,8 @@ TEST(GradcheckTable, CoversEveryDifferentiableOp) {
     EXPECT_TRUE(names.count(op)) << "no line for " << op << " in the op table (tests/op_table.h)";
   // The first line of each op runs in every layout and is gradchecked.
   for (const OpCase& c : op_table())
-    if (c.name == "conv2d" || c.name == "max_pool2d" || c.name == "cross_entropy" || c.name == "layer_norm") {
+    if (c.name == "conv2d" || c.name == "max_pool2d" || c.name == "cross_entropy" || c.name == "layer_norm" ||
+        c.name == "group_norm" || c.name == "instance_norm" || c.name == "ctc_loss" || c.name == "embedding_bag") {
       EXPECT_EQ(c.o.contiguous_only, nullptr) << c.name;
       EXPECT_EQ(c.o.no_gradcheck, nullptr) << c.name;
     }

@@ -27,6 +27,11 @@ void expect_error(const std::vector<LayerSpec>& specs, const std::vector<std::st
   }
 }
 
+// The module's output and the functional op's on the same input.
+::testing::AssertionResult same(const Tensor& got, const Tensor& want) {
+  return test::close_to(got, want.to_vector<double>(), want.shape(), 1e-6, 1e-6);
+}
+
 }  // namespace
 
 TEST(Registry, BuildsTheFashionCnnWithInferredSizes) {
@@ -73,7 +78,7 @@ TEST(Registry, MlpOnFlatInputAndEveryType) {
   const Tensor x = from_vector<float>({-2, -0.1f, 0.3f, 3}, {1, 4});
   const Tensor y = gelu(hardtanh(softplus(elu(leaky_relu(silu(x), 0.2)), 2.0, 10.0), -0.5, 0.5), "tanh");
   EXPECT_EQ(acts->forward(x).to_vector<float>(), y.to_vector<float>());
-  EXPECT_EQ(nn::layer_types().size(), 29u);  // 22 + 4 sequence types (nn/transformer.h) + lstm, gru, rnn_lm (nn/rnn.h)
+  EXPECT_EQ(nn::layer_types().size(), 33u);  // 26 + 4 sequence types (nn/transformer.h) + lstm, gru, rnn_lm (nn/rnn.h)
   EXPECT_EQ(nn::layer_keys("linear"), (std::vector<std::string>{"out_features", "bias"}));
 }
 
@@ -237,6 +242,10 @@ TEST(Registry, EveryTypeBuildsWithItsDefaults) {
       {"batch_norm", {{}, image}},
       {"layer_norm", {{}, flat}},
       {"embedding", {{{"embedding_dim", int64_t{4}}}, tokens}},
+      {"embedding_bag", {{{"embedding_dim", int64_t{4}}}, tokens}},
+      {"group_norm", {{{"num_groups", int64_t{3}}}, image}},
+      {"instance_norm", {{}, image}},
+      {"local_response_norm", {{{"size", int64_t{2}}}, image}},
       {"dropout", {{}, flat}},
       {"flatten", {{}, image}},
       {"relu", {{}, flat}},
@@ -263,4 +272,106 @@ TEST(Registry, EveryTypeBuildsWithItsDefaults) {
     const auto& [args, input] = it->second;
     EXPECT_NO_THROW(nn::build_model({spec(type, args)}, input)) << type;
   }
+}
+
+// The round-3 norms: channels inferred, each key passed through, PyTorch's modules and defaults.
+TEST(Registry, GroupInstanceAndLocalResponseNorm) {
+  Generator gen(0);
+  auto gn = nn::build_sequential({spec("group_norm", {{"num_groups", int64_t{2}}, {"eps", 1e-3}})}, {6, 4, 4}, &gen);
+  const auto g = std::dynamic_pointer_cast<nn::GroupNorm>((*gn)[0]);
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->options.num_groups(), 2);
+  EXPECT_EQ(g->options.num_channels(), 6);
+  EXPECT_DOUBLE_EQ(g->options.eps(), 1e-3);
+  EXPECT_EQ(g->weight.shape(), Shape({6}));  // affine by default
+  const Tensor x = randn({3, 6, 4, 4}, {}, &gen);
+  EXPECT_TRUE(same(gn->forward(x), nn::functional::group_norm(x, 2, g->weight, g->bias, 1e-3)));
+  auto gn_flat = nn::build_sequential({spec("group_norm", {{"num_groups", int64_t{1}}, {"affine", false}})}, {5});
+  EXPECT_TRUE(std::dynamic_pointer_cast<nn::GroupNorm>((*gn_flat)[0])->named_parameters().empty());
+  expect_error({spec("group_norm", {{"num_groups", int64_t{4}}})},
+               {"model[0] (group_norm)", "num_groups = 4 does not divide the input's 6 channels", "[6, 4, 4]"}, {6, 4, 4});
+  expect_error({spec("group_norm")}, {"(group_norm)", "missing required key 'num_groups'"}, {6, 4});
+  expect_error({spec("group_norm", {{"num_groups", int64_t{0}}})}, {"'num_groups' must be positive, got 0"}, {6, 4});
+  expect_error({spec("group_norm", {{"num_channels", int64_t{6}}, {"num_groups", int64_t{2}}})},
+               {"'num_channels' is not set by hand", "the input's channels", "here [6, 4]"}, {6, 4});
+
+  // instance_norm: InstanceNorm1d on [C, L], InstanceNorm2d on [C, H, W]; PyTorch's defaults
+  auto in1 = nn::build_sequential({spec("instance_norm")}, {3, 7});
+  const auto i1 = std::dynamic_pointer_cast<nn::InstanceNorm1d>((*in1)[0]);
+  ASSERT_NE(i1, nullptr);
+  EXPECT_EQ(i1->options.num_features(), 3);
+  EXPECT_FALSE(i1->options.affine());
+  EXPECT_FALSE(i1->options.track_running_stats());
+  EXPECT_DOUBLE_EQ(i1->options.eps(), 1e-5);
+  EXPECT_DOUBLE_EQ(i1->options.momentum(), 0.1);
+  auto in2 = nn::build_sequential(
+      {spec("instance_norm", {{"affine", true}, {"track_running_stats", true}, {"momentum", 0.3}, {"eps", 1e-4}})}, {4, 5, 5});
+  const auto i2 = std::dynamic_pointer_cast<nn::InstanceNorm2d>((*in2)[0]);
+  ASSERT_NE(i2, nullptr);
+  EXPECT_EQ(i2->weight.shape(), Shape({4}));
+  EXPECT_EQ(i2->running_mean.shape(), Shape({4}));
+  EXPECT_DOUBLE_EQ(i2->options.momentum(), 0.3);
+  EXPECT_DOUBLE_EQ(i2->options.eps(), 1e-4);
+  EXPECT_EQ(in2->forward(randn({2, 4, 5, 5}, {}, &gen)).shape(), Shape({2, 4, 5, 5}));
+  expect_error({spec("instance_norm")}, {"(instance_norm)", "needs input [C, L] (InstanceNorm1d) or [C, H, W]", "got [8]"}, {8});
+
+  // local_response_norm: the keys as nn::LocalResponseNorm's options
+  auto lrn = nn::build_sequential({spec("local_response_norm", {{"size", int64_t{3}}, {"alpha", 0.2}, {"beta", 0.5}, {"k", int64_t{2}}})},
+                                  {5, 4});
+  const auto l = std::dynamic_pointer_cast<nn::LocalResponseNorm>((*lrn)[0]);
+  ASSERT_NE(l, nullptr);
+  EXPECT_EQ(l->options.size(), 3);
+  EXPECT_DOUBLE_EQ(l->options.alpha(), 0.2);
+  EXPECT_DOUBLE_EQ(l->options.beta(), 0.5);
+  EXPECT_DOUBLE_EQ(l->options.k(), 2.0);
+  const Tensor y = randn({2, 5, 4}, {}, &gen);
+  EXPECT_TRUE(same(lrn->forward(y), nn::functional::local_response_norm(y, 3, 0.2, 0.5, 2.0)));
+  auto lrn_default = nn::build_sequential({spec("local_response_norm", {{"size", int64_t{2}}})}, {3, 4, 4});
+  const auto ld = std::dynamic_pointer_cast<nn::LocalResponseNorm>((*lrn_default)[0]);
+  EXPECT_DOUBLE_EQ(ld->options.alpha(), 1e-4);
+  EXPECT_DOUBLE_EQ(ld->options.beta(), 0.75);
+  EXPECT_DOUBLE_EQ(ld->options.k(), 1.0);
+  expect_error({spec("local_response_norm", {{"size", int64_t{2}}})}, {"(local_response_norm)", "needs input [C, L] or [C, H, W]"}, {8});
+}
+
+// embedding_bag: each sample [L] one bag; the vocabulary from the data; the keys as nn::EmbeddingBag's options.
+TEST(Registry, EmbeddingBagTakesOneBagPerSample) {
+  Generator gen(0);
+  const nn::ModelInput tokens{.sample_shape = {6}, .dtype = DType::i64, .vocab_size = 20};
+  auto model = nn::build_model({spec("embedding_bag", {{"embedding_dim", int64_t{5}}}), spec("linear", {{"out_features", int64_t{3}}})},
+                               tokens, &gen);
+  EXPECT_EQ(model->forward(zeros({4, 6}, {.dtype = DType::i64})).shape(), Shape({4, 3}));
+  const auto bag = std::dynamic_pointer_cast<nn::EmbeddingBag>((*std::dynamic_pointer_cast<nn::Sequential>(model))[0]);
+  ASSERT_NE(bag, nullptr);
+  EXPECT_EQ(bag->weight.shape(), Shape({20, 5}));
+  EXPECT_EQ(bag->options.mode, "mean");
+  EXPECT_FALSE(bag->options.max_norm.has_value());
+  EXPECT_FALSE(bag->options.padding_idx.has_value());
+  EXPECT_DOUBLE_EQ(bag->options.norm_type, 2.0);
+  // mean of each row's vectors
+  const Tensor ids = from_vector<int64_t>({1, 4, 4, 0, 2, 3, 7, 7, 7, 7, 1, 2}, {2, 6});
+  EXPECT_TRUE(same(bag->forward(ids), nn::functional::embedding(ids, bag->weight).mean({1})));
+
+  auto summed = nn::build_model({spec("embedding_bag", {{"embedding_dim", int64_t{3}}, {"mode", std::string("sum")},
+                                                        {"max_norm", 1.5}, {"norm_type", int64_t{1}}, {"padding_idx", int64_t{-1}},
+                                                        {"scale_grad_by_freq", true}})},
+                                tokens, &gen);
+  const auto s = std::dynamic_pointer_cast<nn::EmbeddingBag>((*std::dynamic_pointer_cast<nn::Sequential>(summed))[0]);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->options.mode, "sum");
+  EXPECT_DOUBLE_EQ(s->options.max_norm.value_or(0), 1.5);
+  EXPECT_DOUBLE_EQ(s->options.norm_type, 1.0);
+  EXPECT_EQ(s->options.padding_idx.value_or(0), 19);  // -1: the last row
+  EXPECT_TRUE(s->options.scale_grad_by_freq);
+
+  expect_error({spec("embedding_bag", {{"embedding_dim", int64_t{3}}, {"mode", std::string("median")}})},
+               {"(embedding_bag)", "'mode' must be", "got 'median'"}, {6});
+  EXPECT_TRUE(test::throws_error([&] { nn::build_model({spec("embedding_bag", {{"embedding_dim", int64_t{3}}, {"mode", std::string("max")}, {"scale_grad_by_freq", true}})}, tokens); },
+                                 {"(embedding_bag)", "scale_grad_by_freq does not apply to mode max"}));
+  EXPECT_TRUE(test::throws_error([&] { nn::build_model({spec("embedding_bag", {{"embedding_dim", int64_t{4}}})}, {.sample_shape = {2, 6}, .dtype = DType::i64, .vocab_size = 5}); },
+                                 {"(embedding_bag)", "one bag of token ids [L] per sample", "[2, 6]"}));
+  EXPECT_TRUE(test::throws_error([&] { nn::build_model({spec("embedding_bag", {{"embedding_dim", int64_t{4}}})}, {.sample_shape = {1, 28, 28}, .vocab_size = 5}); },
+                                 {"takes token ids (i64)"}));
+  EXPECT_TRUE(test::throws_error([&] { nn::build_model({spec("embedding_bag", {{"num_embeddings", int64_t{4}}})}, tokens); },
+                                 {"'num_embeddings' is not set by hand", "vocabulary size"}));
 }

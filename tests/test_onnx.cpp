@@ -196,7 +196,18 @@ TEST(OnnxExport, EveryRegistryLayerMatchesOnnxruntime) {
       {"softplus", "[{type: softplus, beta: 2, threshold: 1}]", {3, 7}},
       {"hardtanh", "[{type: hardtanh, min_val: -0.5, max_val: 0.8}]", {3, 7}},
       {"softmax", "[{type: softmax, dim: 1}]", {3, 7}},
+      {"group_norm", "[{type: group_norm, num_groups: 2}]", {4, 5, 5}},
+      {"group_norm_flat_no_affine", "[{type: group_norm, num_groups: 3, affine: false, eps: 0.001}]", {6}},
+      {"group_norm_sequence", "[{type: group_norm, num_groups: 1}]", {3, 7}},
+      {"instance_norm2d", "[{type: instance_norm, affine: true}]", {3, 5, 5}},
+      {"instance_norm1d", "[{type: instance_norm}]", {4, 7}},
+      {"instance_norm_running", "[{type: instance_norm, track_running_stats: true, affine: true}]", {3, 4, 4}},
+      {"local_response_norm", "[{type: local_response_norm, size: 3, alpha: 0.5, beta: 0.6, k: 2}]", {5, 4, 4}},
+      {"local_response_norm_even_1d", "[{type: local_response_norm, size: 4, alpha: 0.3}]", {6, 7}},
       {"embedding", "[{type: embedding, embedding_dim: 4}]", {6}, true},
+      {"embedding_bag", "[{type: embedding_bag, embedding_dim: 4}]", {6}, true},
+      {"embedding_bag_sum", "[{type: embedding_bag, embedding_dim: 3, mode: sum}, {type: linear, out_features: 2}]", {5}, true},
+      {"embedding_bag_max", "[{type: embedding_bag, embedding_dim: 3, mode: max}]", {5}, true},
       {"embedding_flattened", "[{type: embedding, embedding_dim: 3}, {type: flatten}, {type: linear, out_features: 4}]", {5}, true},
       {"position_learned", "[{type: embedding, embedding_dim: 8}, {type: position_embedding}]", {6}, true},
       {"position_sinusoidal", "[{type: embedding, embedding_dim: 8}, {type: position_embedding, kind: sinusoidal}]", {6}, true},
@@ -231,8 +242,9 @@ TEST(OnnxExport, EveryRegistryLayerMatchesOnnxruntime) {
                                  {.sample_shape = c.sample, .dtype = c.tokens ? DType::i64 : DType::f32, .vocab_size = kVocab}, &init);
     perturb(*model, init);
     const onnx::ExportResult r = checker.add(c.name, *model, c.sample, c.tokens, kVocab, c.opset);
-    // Token windows of any length, except where the model flattens them (then fed at their length only).
-    EXPECT_EQ(r.dynamic_sequence, c.tokens && c.name != "embedding_flattened");
+    // Token windows of any length, except where the model flattens them or reduces them to one bag (then fed
+    // at their length only).
+    EXPECT_EQ(r.dynamic_sequence, c.tokens && c.name != "embedding_flattened" && !c.name.starts_with("embedding_bag"));
   }
   checker.expect_all_match();
 }

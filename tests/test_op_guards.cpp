@@ -40,7 +40,7 @@ class Guarded : public ::testing::Test {
   void SetUp() override {
     // The goldens some lines read stay loaded for the whole run: read them before the guard serves the CPU,
     // so that each check does not walk their hundreds of buffers.
-    test::golden_file(kNnGolden);
+    load_goldens();
     guard().take_violations();
     set_backend_override(DeviceType::CPU, &guard());
   }

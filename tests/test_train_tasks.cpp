@@ -296,6 +296,14 @@ TEST(TrainTasks, RegressionOnCsv) {
   const auto l1_rows = test::metrics_rows(l1);  // mean |error|: sign gradients of size lr keep it near 0.05
   EXPECT_LT(test::metric(l1_rows.back(), "test_loss"), 0.1);
   EXPECT_LT(test::metric(l1_rows.back(), "test_loss"), 0.5 * test::metric(l1_rows.front(), "train_loss"));
+  // huber: linear beyond delta (bounded gradients, as l1's, far from the fit), quadratic near it
+  const fs::path huber = s.dir() / "huber";
+  const Result rh = train("--config " + cfg + " --out " + huber.string() + " --set loss.type=huber --set loss.delta=0.5");
+  ASSERT_EQ(rh.rc, 0) << rh.output;
+  const auto huber_rows = test::metrics_rows(huber);
+  EXPECT_LT(test::metric(huber_rows.back(), "test_loss"), 0.02);
+  EXPECT_LT(test::metric(huber_rows.back(), "test_loss"), 0.05 * test::metric(huber_rows.front(), "train_loss"));
+  EXPECT_NE(test::metric(huber_rows.front(), "train_loss"), test::metric(rows.front(), "train_loss"));  // not mse's
   // A model with two outputs does not fit one target column.
   const Result wide = train("--config " + cfg + " --out " + (s.dir() / "wide").string() +
                             " --set model.0.out_features=2");
