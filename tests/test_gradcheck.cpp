@@ -40,6 +40,8 @@ TEST(GradcheckTable, CoversEveryDifferentiableOp) {
                          "adaptive_max_pool2d", "batch_norm_train", "batch_norm_eval", "layer_norm", "cross_entropy",
                          "nll_loss", "mse_loss", "l1_loss", "bce_with_logits", "linear", "dropout", "embedding"})
     required.emplace_back(op);
+  for (const char* op : {"pad_const_neg", "conv2d_same_even", "conv1d_same", "conv_transpose2d", "conv_transpose1d", "max_pool2d_dilation", "max_pool2d_with_indices", "avg_pool2d_divisor_override", "max_pool1d", "avg_pool1d", "max_unpool2d", "interpolate_nearest", "interpolate_bilinear", "interpolate_linear", "interpolate_trilinear", "pixel_shuffle", "pixel_unshuffle"})
+    required.emplace_back(op);
   for (const UnaryOpInfo& op : kUnaryOps) required.emplace_back(op.name);
   for (const BinaryOpInfo& op : kBinaryOps)
     if (op.kind == BinaryKind::arithmetic) required.emplace_back(op.name);
