@@ -61,6 +61,30 @@ class Args {
   std::pair<int64_t, int64_t> pair(const std::string& key, int64_t computed) const {
     return as_pair(value(key, Kind::pair, computed));
   }
+  // A list of integers (one integer stands for a list of one).
+  std::vector<int64_t> integers(const std::string& key) const {
+    const schema::Value v = value(key, Kind::integers, 0);
+    if (const auto* i = std::get_if<int64_t>(&v)) return {*i};
+    return std::get<std::vector<int64_t>>(v);
+  }
+  // The value of a boolean row whose default is "none" (default_is), unset unless the spec gives it.
+  std::optional<bool> optional_boolean(const std::string& key) const {
+    if (!has(key)) return std::nullopt;
+    return std::get<bool>(value(key, Kind::boolean, 0));
+  }
+  // ... and of a number row whose default is "none".
+  std::optional<double> optional_number(const std::string& key) const {
+    if (!has(key)) return std::nullopt;
+    const schema::Value v = value(key, Kind::number, 0);
+    if (const auto* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
+    return std::get<double>(v);
+  }
+  // A string the spec gives where the row also takes one (a conv's padding "same" / "valid": named_padding).
+  std::optional<std::string> named(const std::string& key) const {
+    const SpecValue* v = find(key);
+    if (v == nullptr || !std::holds_alternative<std::string>(*v)) return std::nullopt;
+    return std::get<std::string>(*v);
+  }
   [[noreturn]] void error(const std::string& what) const {
     detail::throw_error(spec_.where, " (", spec_.type, "): ", what);
   }
@@ -97,6 +121,11 @@ class Args {
   int64_t vocab_size_;
 };
 
+// The rows that also take a string: a convolution's padding "same" / "valid" (PyTorch's padding='same').
+bool named_padding(const std::string& type, const std::string& key) {
+  return key == "padding" && (type == "conv2d" || type == "conv1d");
+}
+
 // Checks the values a spec gives against its type's rows: the kind, then the range or the choices.
 void check_args(const LayerSpec& spec, const std::vector<Row>& rows) {
   const auto fail = [&](const std::string& key, const std::string& what) {
@@ -108,6 +137,10 @@ void check_args(const LayerSpec& spec, const std::vector<Row>& rows) {
     const auto* d = std::get_if<double>(&value);
     const auto* list = std::get_if<std::vector<int64_t>>(&value);
     std::optional<double> number;  // the value a range applies to
+    if (const auto* t = std::get_if<std::string>(&value); t != nullptr && named_padding(spec.type, key)) {
+      if (*t != "same" && *t != "valid") fail(key, std::string(row.kind == Kind::pair ? "an integer, [h, w]" : "an integer") + ", \"same\" or \"valid\", got '" + *t + "'");
+      continue;
+    }
     switch (row.kind) {
       case Kind::integer:
         if (i == nullptr) fail(key, "an integer");
@@ -130,6 +163,13 @@ void check_args(const LayerSpec& spec, const std::vector<Row>& rows) {
       case Kind::pair:
         if (i == nullptr && (list == nullptr || list->size() != 2))
           fail(key, "an integer or a list of two integers [h, w]");
+        break;
+      case Kind::integers:
+        if (i == nullptr && list == nullptr) fail(key, "an integer or a list of integers");
+        if (list != nullptr && list->empty()) fail(key, "a list of at least one integer");
+        for (const int64_t n : list != nullptr ? *list : std::vector<int64_t>{*i})
+          if (!schema::in_range(static_cast<double>(n), row.range))
+            fail(key, "a list of integers " + schema::range_phrase(row.range) + ", got " + std::to_string(n));
         break;
       default: throw std::logic_error("layer registry: " + spec.type + "." + key + " has a kind specs cannot give");
     }
@@ -159,6 +199,19 @@ Pool2dOptions pool_options(const Args& a) {
       .padding(hw(a.pair("padding")))
       .ceil_mode(a.boolean("ceil_mode"));
 }
+Pool1dOptions pool1d_options(const Args& a) {
+  return Pool1dOptions(a.integer("kernel_size"))
+      .stride(a.integer("stride", 0))  // 0: the kernel size, as above
+      .padding(a.integer("padding"))
+      .ceil_mode(a.boolean("ceil_mode"));
+}
+// A conv's padding: the row's ints, or "same" / "valid".
+template <size_t D>
+ConvPadding<D> conv_padding(const Args& a) {
+  if (const auto named = a.named("padding")) return ConvPadding<D>(named->c_str());
+  if constexpr (D == 2) return ConvPadding<2>(hw(a.pair("padding")));
+  else return ConvPadding<1>(a.integer("padding"));
+}
 
 // The input-size keys of PyTorch's constructors that a spec does not take: the registry infers them from
 // the shape the previous layer produces. (type, key, the input dim that gives it.)
@@ -174,6 +227,7 @@ constexpr InferredKey kInferredKeys[] = {
     {"lstm", "input_size", "the input's features"},     {"gru", "input_size", "the input's features"},
     {"group_norm", "num_channels", "the input's channels"}, {"instance_norm", "num_features", "the input's channels"},
     {"embedding_bag", "num_embeddings", "the vocabulary size"},
+    {"conv_transpose2d", "in_channels", "the input's channels"}, {"conv_transpose1d", "in_channels", "the input's channels"},
 };
 
 // lstm / gru on a sequence [T, C] (batches [N, T, C]: batch_first), output [T, D·H].
@@ -201,19 +255,47 @@ std::vector<Row> conv_rows(Kind size) {
   return {Row("out_channels", Kind::integer).req().doc("Output channels (the input's are inferred)."),
           row("kernel_size").req().doc(size == Kind::pair ? "The window: n (n × n) or [h, w]." : "The window's length."),
           row("stride").def(1).doc("The window's step."),
-          row("padding").def(0).doc("Zeros added on each side."),
+          row("padding").def(0).doc(size == Kind::pair
+                                        ? "Added on each side: n, [h, w], \"same\" (stride 1: the output keeps the input's size; an odd extra goes right/bottom) or \"valid\" (none)."
+                                        : "Added on each side: n, \"same\" (stride 1: the output keeps the input's length; an odd extra goes right) or \"valid\" (none)."),
           row("dilation").def(1).doc("The spacing of the window's taps."),
           Row("groups", Kind::integer).def(1).doc("Blocked connections: in and out channels split into this many groups."),
-          bias_row(true)};
+          bias_row(true),
+          Row("padding_mode", Kind::choice).def("zeros").one_of({"zeros", "reflect", "replicate", "circular"})
+              .doc("What the padding holds: zeros, the mirrored input (reflect), its edge (replicate) or the other side (circular).")};
 }
-std::vector<Row> pool_rows(bool count_include_pad) {
+PaddingMode padding_mode(const Args& a) {
+  const std::string m = a.text("padding_mode");
+  return m == "reflect" ? PaddingMode::reflect : m == "replicate" ? PaddingMode::replicate
+       : m == "circular" ? PaddingMode::circular : PaddingMode::zeros;
+}
+// conv_transpose1d / conv_transpose2d: ints or pairs.
+std::vector<Row> conv_transpose_rows(Kind size) {
+  const auto row = [&](const char* key) { return Row(key, size); };
+  return {Row("out_channels", Kind::integer).req().doc("Output channels (the input's are inferred)."),
+          row("kernel_size").req().doc(size == Kind::pair ? "The window: n (n × n) or [h, w]." : "The window's length."),
+          row("stride").def(1).doc("The step of the input over the output."),
+          row("padding").def(0).doc("dilation · (kernel_size - 1) - padding zeros are added on each side of the input."),
+          row("output_padding").def(0).doc("Added to one side of the output (less than stride or dilation)."),
+          Row("groups", Kind::integer).def(1).doc("Blocked connections: in and out channels split into this many groups."),
+          bias_row(true),
+          row("dilation").def(1).doc("The spacing of the window's taps.")};
+}
+// max (dilation) or average (count_include_pad, divisor_override) pooling; pairs (2-D) or ints (1-D).
+std::vector<Row> pool_rows(bool average, Kind size = Kind::pair) {
+  const bool two_d = size == Kind::pair;
   std::vector<Row> rows = {
-      Row("kernel_size", Kind::pair).req().doc("The window: n (n × n) or [h, w]."),
-      Row("stride", Kind::pair).default_is("`kernel_size`").doc("The window's step."),
-      window_row("padding", 0, "Padding on each side (at most half the kernel): -inf for max, 0 for average.")};
-  if (count_include_pad)
-    rows.push_back(Row("count_include_pad", Kind::boolean).def(true).doc("Count the padding zeros in the average."));
+      Row("kernel_size", size).req().doc(two_d ? "The window: n (n × n) or [h, w]." : "The window's length."),
+      Row("stride", size).default_is("`kernel_size`").doc("The window's step."),
+      Row("padding", size).def(0).doc("Padding on each side (at most half the kernel): -inf for max, 0 for average.")};
+  if (!average) rows.push_back(Row("dilation", size).def(1).doc("The spacing of the window's taps."));
   rows.push_back(Row("ceil_mode", Kind::boolean).def(false).doc("Round the output size up (a last partial window)."));
+  if (average) {
+    rows.push_back(Row("count_include_pad", Kind::boolean).def(true).doc("Count the padding zeros in the average."));
+    if (two_d)
+      rows.push_back(Row("divisor_override", Kind::integer).default_is("the window's size").in("> 0")
+                         .doc("Divide each window's sum by this instead."));
+  }
   return rows;
 }
 std::vector<Row> recurrent_rows() {
@@ -245,10 +327,11 @@ const std::map<std::string, Entry>& table() {
         [](const Args& a, Generator* gen) -> std::shared_ptr<Module> {
           const auto o = Conv2dOptions(need_channels(a, "conv2d"), a.integer("out_channels"), hw(a.pair("kernel_size")))
                              .stride(hw(a.pair("stride")))
-                             .padding(hw(a.pair("padding")))
+                             .padding(conv_padding<2>(a))
                              .dilation(hw(a.pair("dilation")))
                              .groups(a.integer("groups"))
-                             .bias(a.boolean("bias"));
+                             .bias(a.boolean("bias"))
+                             .padding_mode(padding_mode(a));
           return std::make_shared<Conv2d>(o, gen);
         }}},
       {"conv1d",
@@ -258,19 +341,24 @@ const std::map<std::string, Entry>& table() {
             a.error("conv1d needs sequence input [C, L], but the input here is " + a.in.str() + " (one sample, no batch dim)");
           const auto o = Conv1dOptions(a.in[0], a.integer("out_channels"), a.integer("kernel_size"))
                              .stride(a.integer("stride"))
-                             .padding(a.integer("padding"))
+                             .padding(conv_padding<1>(a))
                              .dilation(a.integer("dilation"))
                              .groups(a.integer("groups"))
-                             .bias(a.boolean("bias"));
+                             .bias(a.boolean("bias"))
+                             .padding_mode(padding_mode(a));
           return std::make_shared<Conv1d>(o, gen);
         }}},
       {"max_pool2d",
-       {pool_rows(false),
-        [](const Args& a, Generator*) -> std::shared_ptr<Module> { return std::make_shared<MaxPool2d>(pool_options(a)); }}},
-      {"avg_pool2d",
-       {pool_rows(true),
+       {pool_rows(/*average=*/false),
         [](const Args& a, Generator*) -> std::shared_ptr<Module> {
-          return std::make_shared<AvgPool2d>(pool_options(a).count_include_pad(a.boolean("count_include_pad")));
+          return std::make_shared<MaxPool2d>(pool_options(a).dilation(hw(a.pair("dilation"))));
+        }}},
+      {"avg_pool2d",
+       {pool_rows(/*average=*/true),
+        [](const Args& a, Generator*) -> std::shared_ptr<Module> {
+          auto o = pool_options(a).count_include_pad(a.boolean("count_include_pad"));
+          if (a.has("divisor_override")) o.divisor_override(a.integer("divisor_override", 0));
+          return std::make_shared<AvgPool2d>(o);
         }}},
       {"adaptive_avg_pool2d",
        {{window_row("output_size", 1, "The output's size: n (n × n) or [h, w], whatever the input's.")},
@@ -516,6 +604,93 @@ const std::map<std::string, Entry>& table() {
           return std::make_shared<RNNLanguageModel>(o, gen);
         },
         /*whole_model=*/true}},
+      // --- conv/pool round 3 ---
+      {"conv_transpose2d",
+       {conv_transpose_rows(Kind::pair),
+        [](const Args& a, Generator* gen) -> std::shared_ptr<Module> {
+          const auto o = ConvTranspose2dOptions(need_channels(a, "conv_transpose2d"), a.integer("out_channels"),
+                                                hw(a.pair("kernel_size")))
+                             .stride(hw(a.pair("stride")))
+                             .padding(hw(a.pair("padding")))
+                             .output_padding(hw(a.pair("output_padding")))
+                             .groups(a.integer("groups"))
+                             .bias(a.boolean("bias"))
+                             .dilation(hw(a.pair("dilation")));
+          return std::make_shared<ConvTranspose2d>(o, gen);
+        }}},
+      {"conv_transpose1d",
+       {conv_transpose_rows(Kind::integer),
+        [](const Args& a, Generator* gen) -> std::shared_ptr<Module> {
+          if (a.in.size() != 2)
+            a.error("conv_transpose1d needs sequence input [C, L], but the input here is " + a.in.str() + " (one sample, no batch dim)");
+          const auto o = ConvTranspose1dOptions(a.in[0], a.integer("out_channels"), a.integer("kernel_size"))
+                             .stride(a.integer("stride"))
+                             .padding(a.integer("padding"))
+                             .output_padding(a.integer("output_padding"))
+                             .groups(a.integer("groups"))
+                             .bias(a.boolean("bias"))
+                             .dilation(a.integer("dilation"));
+          return std::make_shared<ConvTranspose1d>(o, gen);
+        }}},
+      {"max_pool1d",
+       {pool_rows(/*average=*/false, Kind::integer),
+        [](const Args& a, Generator*) -> std::shared_ptr<Module> {
+          return std::make_shared<MaxPool1d>(pool1d_options(a).dilation(a.integer("dilation")));
+        }}},
+      {"avg_pool1d",
+       {pool_rows(/*average=*/true, Kind::integer),
+        [](const Args& a, Generator*) -> std::shared_ptr<Module> {
+          return std::make_shared<AvgPool1d>(pool1d_options(a).count_include_pad(a.boolean("count_include_pad")));
+        }}},
+      {"upsample",
+       {{Row("size", Kind::integers).default_is("none").in("> 0")
+             .doc("The output's spatial size: n (every spatial dim) or one per dim ([h, w]); this or scale_factor."),
+         Row("scale_factor", Kind::number).default_is("none").in("> 0")
+             .doc("The output's spatial size as a multiple of the input's (every spatial dim); this or size."),
+         Row("mode", Kind::choice).def("nearest").one_of({"nearest", "nearest-exact", "linear", "bilinear", "trilinear", "area"})
+             .doc("linear, bilinear, trilinear: for [C, L], [C, H, W], [C, D, H, W] inputs."),
+         Row("align_corners", Kind::boolean).default_is("none (false)")
+             .doc("The linear modes only: the corner samples of input and output align."),
+         Row("recompute_scale_factor", Kind::boolean).default_is("none (false)")
+             .doc("With scale_factor: sample at the ratio of the computed output size instead of the factor.")},
+        [](const Args& a, Generator*) -> std::shared_ptr<Module> {
+          if (a.in.size() < 2 || a.in.size() > 4)
+            a.error("upsample needs input [C, L], [C, H, W] or [C, D, H, W] (one sample, no batch dim), but the input here is " + a.in.str());
+          const size_t spatial = a.in.size() - 1;
+          if (a.has("size") == a.has("scale_factor")) a.error("give exactly one of 'size' and 'scale_factor'");
+          UpsampleOptions o;
+          if (a.has("size")) {
+            std::vector<int64_t> size = a.integers("size");
+            if (size.size() == 1) size.assign(spatial, size[0]);
+            if (size.size() != spatial)
+              a.error("'size' has " + std::to_string(size.size()) + " values, but the input " + a.in.str() + " has " +
+                      std::to_string(spatial) + " spatial dims: give one value or one per dim");
+            o.size(size);
+          } else {
+            o.scale_factor(std::vector<double>(spatial, *a.optional_number("scale_factor")));
+          }
+          const std::string m = a.text("mode");
+          o.mode(m == "nearest-exact" ? InterpolateMode::nearest_exact : m == "linear" ? InterpolateMode::linear
+                 : m == "bilinear" ? InterpolateMode::bilinear : m == "trilinear" ? InterpolateMode::trilinear
+                 : m == "area" ? InterpolateMode::area : InterpolateMode::nearest);
+          if (const auto ac = a.optional_boolean("align_corners")) {
+            if (m != "linear" && m != "bilinear" && m != "trilinear")
+              a.error("'align_corners' goes with the linear modes (linear, bilinear, trilinear) only, not mode " + m);
+            o.align_corners(*ac);
+          }
+          if (const auto r = a.optional_boolean("recompute_scale_factor")) o.recompute_scale_factor(*r);
+          return std::make_shared<Upsample>(o);
+        }}},
+      {"pixel_shuffle",
+       {{Row("upscale_factor", Kind::integer).req().in("> 0").doc("[C·r², H, W] → [C, H·r, W·r].")},
+        [](const Args& a, Generator*) -> std::shared_ptr<Module> {
+          return std::make_shared<PixelShuffle>(a.integer("upscale_factor"));
+        }}},
+      {"pixel_unshuffle",
+       {{Row("downscale_factor", Kind::integer).req().in("> 0").doc("[C, H·r, W·r] → [C·r², H, W].")},
+        [](const Args& a, Generator*) -> std::shared_ptr<Module> {
+          return std::make_shared<PixelUnshuffle>(a.integer("downscale_factor"));
+        }}},
   };
   return t;
 }

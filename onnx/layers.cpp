@@ -1,8 +1,11 @@
 // The converters of the feed-forward and convolutional layers, the activations and Sequential: one entry per
 // Module type (graph.h's table). Shapes: N batch, C channels, H, W spatial; the example value gives the static
 // dims, dim 0 (N) stays symbolic.
+#include <algorithm>
 #include <string>
 #include <vector>
+
+#include "autograd/grad_mode.h"
 
 #include "nn/layers.h"
 #include "onnx/graph.h"
@@ -18,23 +21,9 @@ void add_unary(LayerTable& t, const std::string& type_name, const char* op) {
   add_layer<M>(t, type_name, [op](Graph& g, M&, const std::string& path, const Value& in) { return g.op(op, {in.name}, path); });
 }
 
-std::vector<int64_t> both(const nn::ExpandingArray<2>& a) { return {a[0], a[1]}; }
-// ONNX pads: the starts of every spatial dim, then the ends (PyTorch pads both sides alike).
-std::vector<int64_t> pads(const nn::ExpandingArray<2>& p) { return {p[0], p[1], p[0], p[1]}; }
-
 void need_rank(const std::string& path, const Module& m, const Value& in, int64_t rank, const char* layout) {
   if (in.example.dim() != rank)
     unsupported(path, m, "export needs a batched input " + std::string(layout) + ", got " + in.example.shape().str());
-}
-
-::onnx::NodeProto& pool(Graph& g, const char* op, const nn::Pool2dOptions& o, const std::string& x, const std::string& path) {
-  const nn::ExpandingArray<2> stride = o.stride()[0] == 0 ? o.kernel_size() : o.stride();
-  ::onnx::NodeProto& n = g.node(op, {x}, path);
-  attr_ints(n, "kernel_shape", both(o.kernel_size()));
-  attr_ints(n, "strides", both(stride));
-  attr_ints(n, "pads", pads(o.padding()));
-  if (o.ceil_mode()) attr_int(n, "ceil_mode", 1);
-  return n;
 }
 
 // Adaptive pooling whose windows are all alike (H, W multiples of the output): a plain pooling, or the global
@@ -51,6 +40,166 @@ std::string adaptive_pool(Graph& g, const Module& m, bool max, int64_t out_h, in
   ::onnx::NodeProto& n = g.node(max ? "MaxPool" : "AveragePool", {in.name}, path);
   attr_ints(n, "kernel_shape", {h / out_h, w / out_w});
   attr_ints(n, "strides", {h / out_h, w / out_w});
+  return n.output(0);
+}
+
+// --- conv/pool round 3: conv padding "same" and padding_mode, transposed conv, 1-D pools, resampling ---
+template <size_t D>
+std::vector<int64_t> list(const nn::ExpandingArray<D>& a) {
+  return std::vector<int64_t>(a.values.begin(), a.values.end());
+}
+// A convolution's ONNX pads (the starts of every spatial dim, then the ends): the options' ints, none for
+// "valid", and for "same" PyTorch's split of dilation·(K-1): ⌊total/2⌋ first, the odd extra at the end.
+template <size_t D>
+std::vector<int64_t> conv_pads(const nn::ConvOptions<D>& o, const Tensor& weight) {
+  std::vector<int64_t> begins, ends;
+  for (size_t d = 0; d < D; ++d) {
+    int64_t left = o.padding()[d], right = o.padding()[d];
+    if (o.padding().is_valid()) left = right = 0;
+    if (o.padding().is_same()) {
+      const int64_t total = o.dilation()[d] * (weight.size(static_cast<int64_t>(2 + d)) - 1);
+      left = total / 2;
+      right = total - left;
+    }
+    begins.push_back(left);
+    ends.push_back(right);
+  }
+  begins.insert(begins.end(), ends.begin(), ends.end());
+  return begins;
+}
+// Conv1d / Conv2d: a Conv node with the pads above; padding_mode reflect / replicate pad first with a Pad node
+// (ONNX's reflect and edge modes are PyTorch's reflect and replicate), then an unpadded Conv. ONNX has no
+// circular Pad before opset 19 (Ember writes 13 to 17): refused.
+template <size_t D, typename M>
+std::string conv(Graph& g, M& m, const std::string& path, const Value& in) {
+  need_rank(path, m, in, static_cast<int64_t>(D) + 2, D == 2 ? "[N, C, H, W]" : "[N, C, L]");
+  const auto& o = m.options;
+  std::vector<int64_t> p = conv_pads(o, m.weight);
+  std::string x = in.name;
+  if (o.padding_mode() != nn::PaddingMode::zeros) {
+    if (o.padding_mode() == nn::PaddingMode::circular)
+      unsupported(path, m, "padding_mode circular needs ONNX Pad's wrap mode, which is opset 19 (Ember writes "
+                           "opsets 13 to 17); use padding_mode zeros, reflect or replicate to export");
+    // Pad's pads: the starts of every dim (N and C: 0), then the ends.
+    std::vector<int64_t> all(2 * (D + 2), 0);
+    for (size_t d = 0; d < D; ++d) all[2 + d] = p[d], all[D + 4 + d] = p[D + d];
+    ::onnx::NodeProto& pad = g.node("Pad", {x, g.ints(all, path, "pads")}, path);
+    attr_str(pad, "mode", o.padding_mode() == nn::PaddingMode::reflect ? "reflect" : "edge");
+    x = pad.output(0);
+    p.assign(2 * D, 0);
+  }
+  std::vector<std::string> inputs{x, g.weight(m.weight, path + ".weight")};
+  if (m.bias.defined()) inputs.push_back(g.weight(m.bias, path + ".bias"));
+  ::onnx::NodeProto& n = g.node("Conv", inputs, path);
+  std::vector<int64_t> kernel;
+  for (size_t d = 0; d < D; ++d) kernel.push_back(m.weight.size(static_cast<int64_t>(2 + d)));
+  attr_ints(n, "kernel_shape", kernel);
+  attr_ints(n, "strides", list(o.stride()));
+  attr_ints(n, "pads", p);
+  attr_ints(n, "dilations", list(o.dilation()));
+  attr_int(n, "group", o.groups());
+  return n.output(0);
+}
+// ConvTranspose1d / 2d: ONNX's ConvTranspose has PyTorch's weight layout [C_in, C_out/groups, K...], pads on
+// both sides and output_padding at the end, so its output size (in - 1)·stride - 2·pad + dilation·(K - 1) +
+// output_padding + 1 is PyTorch's.
+template <size_t D, typename M>
+std::string conv_transpose(Graph& g, M& m, const std::string& path, const Value& in) {
+  need_rank(path, m, in, static_cast<int64_t>(D) + 2, D == 2 ? "[N, C, H, W]" : "[N, C, L]");
+  const auto& o = m.options;
+  std::vector<std::string> inputs{in.name, g.weight(m.weight, path + ".weight")};
+  if (m.bias.defined()) inputs.push_back(g.weight(m.bias, path + ".bias"));
+  ::onnx::NodeProto& n = g.node("ConvTranspose", inputs, path);
+  std::vector<int64_t> kernel, pads = list(o.padding());
+  for (size_t d = 0; d < D; ++d) kernel.push_back(m.weight.size(static_cast<int64_t>(2 + d)));
+  pads.insert(pads.end(), o.padding().values.begin(), o.padding().values.end());
+  attr_ints(n, "kernel_shape", kernel);
+  attr_ints(n, "strides", list(o.stride()));
+  attr_ints(n, "pads", pads);
+  attr_ints(n, "output_padding", list(o.output_padding()));
+  attr_ints(n, "dilations", list(o.dilation()));
+  attr_int(n, "group", o.groups());
+  return n.output(0);
+}
+// MaxPool / AveragePool of D spatial dims (stride 0: the kernel size), max pooling with its dilation.
+template <size_t D>
+::onnx::NodeProto& pool_nd(Graph& g, const char* op, const nn::PoolOptions<D>& o, const std::string& x,
+                           const std::string& path) {
+  const nn::ExpandingArray<D> stride = o.stride()[0] == 0 ? o.kernel_size() : o.stride();
+  ::onnx::NodeProto& n = g.node(op, {x}, path);
+  std::vector<int64_t> pads = list(o.padding());
+  pads.insert(pads.end(), o.padding().values.begin(), o.padding().values.end());
+  attr_ints(n, "kernel_shape", list(o.kernel_size()));
+  attr_ints(n, "strides", list(stride));
+  attr_ints(n, "pads", pads);
+  if (o.ceil_mode()) attr_int(n, "ceil_mode", 1);
+  if (std::string(op) == "MaxPool") {
+    const std::vector<int64_t> dilation = list(o.dilation());
+    if (std::any_of(dilation.begin(), dilation.end(), [](int64_t d) { return d != 1; })) attr_ints(n, "dilations", dilation);
+  }
+  return n;
+}
+// Average pooling: PyTorch's count_include_pad; divisor_override d divides each window's sum by d instead.
+// Without ceil_mode every window lies inside the padded input, so the sum is the count_include_pad average
+// times the window's size; with it, the last windows are cut and ONNX cannot give their sums: refused.
+template <size_t D, typename M>
+std::string avg_pool(Graph& g, M& m, const std::string& path, const Value& in) {
+  need_rank(path, m, in, static_cast<int64_t>(D) + 2, D == 2 ? "[N, C, H, W]" : "[N, C, L]");
+  const auto& o = m.options;
+  const bool override = o.divisor_override().has_value();
+  if (override && o.ceil_mode())
+    unsupported(path, m, "divisor_override with ceil_mode: ONNX AveragePool cannot give the sums of the cut last "
+                         "windows; drop ceil_mode or divisor_override to export");
+  ::onnx::NodeProto& n = pool_nd(g, "AveragePool", o, in.name, path);
+  // PyTorch's default divides by the whole window, padded zeros included.
+  if (o.count_include_pad() || override) attr_int(n, "count_include_pad", 1);
+  if (!override) return n.output(0);
+  double window = 1;
+  for (size_t d = 0; d < D; ++d) window *= static_cast<double>(o.kernel_size()[d]);
+  return g.op("Mul", {n.output(0), g.scalar(window / static_cast<double>(*o.divisor_override()), path, "divisor")}, path);
+}
+
+// Upsample → Resize. nearest: PyTorch's src = ⌊dst · in/out⌋ (asymmetric, floor); nearest-exact: ⌊(dst + ½) ·
+// in/out⌋ (half_pixel, round_prefer_ceil); the linear modes: align_corners, else pytorch_half_pixel. A given
+// scale_factor (not recomputed) is the ratio PyTorch samples at: Resize's scales; else the output size:
+// Resize's sizes (the batch dim read from the input's shape). area (adaptive average pooling) is refused.
+std::string upsample(Graph& g, nn::Upsample& m, const std::string& path, const Value& in) {
+  const auto& o = m.options;
+  const int64_t rank = in.example.dim();
+  if (rank < 3 || rank > 5) unsupported(path, m, "export needs a batched input [N, C, L], [N, C, H, W] or [N, C, D, H, W], got " + in.example.shape().str());
+  if (o.mode() == nn::InterpolateMode::area)
+    unsupported(path, m, "mode area is adaptive average pooling, which ONNX Resize has no mode for; use nearest or a linear mode");
+  Tensor y;
+  {
+    NoGradGuard no_grad;
+    y = m.forward(in.example);
+  }
+  const bool use_scales = o.scale_factor().has_value() && !o.recompute_scale_factor().value_or(false);
+  std::string scales, sizes;
+  if (use_scales) {
+    std::vector<float> s(2, 1.0f);
+    const std::vector<double>& f = *o.scale_factor();
+    for (int64_t d = 0; d < rank - 2; ++d) s.push_back(static_cast<float>(f.size() == 1 ? f[0] : f[static_cast<size_t>(d)]));
+    scales = g.constant(from_vector<float>(s), path, "scales");
+  } else {
+    std::vector<int64_t> rest;
+    for (int64_t d = 1; d < rank; ++d) rest.push_back(y.size(d));
+    ::onnx::NodeProto& cat = g.node("Concat", {g.dim(in.name, 0, path), g.ints(rest, path, "sizes")}, path);
+    attr_int(cat, "axis", 0);
+    sizes = cat.output(0);
+  }
+  // Resize's inputs: X, roi, scales, sizes ("": left out; scales or sizes, not both)
+  ::onnx::NodeProto& n = g.node("Resize", use_scales ? std::vector<std::string>{in.name, "", scales}
+                                                     : std::vector<std::string>{in.name, "", "", sizes}, path);
+  if (o.mode() == nn::InterpolateMode::nearest || o.mode() == nn::InterpolateMode::nearest_exact) {
+    const bool exact = o.mode() == nn::InterpolateMode::nearest_exact;
+    attr_str(n, "mode", "nearest");
+    attr_str(n, "coordinate_transformation_mode", exact ? "half_pixel" : "asymmetric");
+    attr_str(n, "nearest_mode", exact ? "round_prefer_ceil" : "floor");
+  } else {
+    attr_str(n, "mode", "linear");
+    attr_str(n, "coordinate_transformation_mode", o.align_corners().value_or(false) ? "align_corners" : "pytorch_half_pixel");
+  }
   return n.output(0);
 }
 
@@ -96,42 +245,40 @@ void add_basic_layers(LayerTable& t) {
   add_layer<nn::Linear>(t, "Linear", [](Graph& g, nn::Linear& m, const std::string& path, const Value& in) {
     return g.linear(in.name, in.example.dim(), m.weight, m.bias, path);
   });
-  add_layer<nn::Conv2d>(t, "Conv2d", [](Graph& g, nn::Conv2d& m, const std::string& path, const Value& in) {
-    need_rank(path, m, in, 4, "[N, C, H, W]");
-    const auto& o = m.options;
-    std::vector<std::string> inputs{in.name, g.weight(m.weight, path + ".weight")};
-    if (m.bias.defined()) inputs.push_back(g.weight(m.bias, path + ".bias"));
-    ::onnx::NodeProto& n = g.node("Conv", inputs, path);
-    attr_ints(n, "kernel_shape", {m.weight.size(2), m.weight.size(3)});
-    attr_ints(n, "strides", both(o.stride()));
-    attr_ints(n, "pads", pads(o.padding()));
-    attr_ints(n, "dilations", both(o.dilation()));
-    attr_int(n, "group", o.groups());
-    return n.output(0);
-  });
-  add_layer<nn::Conv1d>(t, "Conv1d", [](Graph& g, nn::Conv1d& m, const std::string& path, const Value& in) {
-    need_rank(path, m, in, 3, "[N, C, L]");
-    const auto& o = m.options;
-    std::vector<std::string> inputs{in.name, g.weight(m.weight, path + ".weight")};
-    if (m.bias.defined()) inputs.push_back(g.weight(m.bias, path + ".bias"));
-    ::onnx::NodeProto& n = g.node("Conv", inputs, path);
-    attr_ints(n, "kernel_shape", {m.weight.size(2)});
-    attr_ints(n, "strides", {o.stride()[0]});
-    attr_ints(n, "pads", {o.padding()[0], o.padding()[0]});
-    attr_ints(n, "dilations", {o.dilation()[0]});
-    attr_int(n, "group", o.groups());
-    return n.output(0);
-  });
+  add_layer<nn::Conv2d>(t, "Conv2d", conv<2, nn::Conv2d>);
+  add_layer<nn::Conv1d>(t, "Conv1d", conv<1, nn::Conv1d>);
+  add_layer<nn::ConvTranspose2d>(t, "ConvTranspose2d", conv_transpose<2, nn::ConvTranspose2d>);
+  add_layer<nn::ConvTranspose1d>(t, "ConvTranspose1d", conv_transpose<1, nn::ConvTranspose1d>);
   add_layer<nn::MaxPool2d>(t, "MaxPool2d", [](Graph& g, nn::MaxPool2d& m, const std::string& path, const Value& in) {
     need_rank(path, m, in, 4, "[N, C, H, W]");
-    return pool(g, "MaxPool", m.options, in.name, path).output(0);
+    return pool_nd(g, "MaxPool", m.options, in.name, path).output(0);
   });
-  add_layer<nn::AvgPool2d>(t, "AvgPool2d", [](Graph& g, nn::AvgPool2d& m, const std::string& path, const Value& in) {
+  add_layer<nn::MaxPool1d>(t, "MaxPool1d", [](Graph& g, nn::MaxPool1d& m, const std::string& path, const Value& in) {
+    need_rank(path, m, in, 3, "[N, C, L]");
+    return pool_nd(g, "MaxPool", m.options, in.name, path).output(0);
+  });
+  add_layer<nn::AvgPool2d>(t, "AvgPool2d", avg_pool<2, nn::AvgPool2d>);
+  add_layer<nn::AvgPool1d>(t, "AvgPool1d", avg_pool<1, nn::AvgPool1d>);
+  add_layer<nn::Upsample>(t, "Upsample", upsample);
+  add_layer<nn::PixelShuffle>(t, "PixelShuffle", [](Graph& g, nn::PixelShuffle& m, const std::string& path, const Value& in) {
+    // PyTorch's [N, C·r², H, W] → [N, C, r, r, H, W] → [N, C, H, r, W, r] is DepthToSpace's CRD mode.
     need_rank(path, m, in, 4, "[N, C, H, W]");
-    ::onnx::NodeProto& n = pool(g, "AveragePool", m.options, in.name, path);
-    // PyTorch's default divides by the whole window, padded zeros included.
-    if (m.options.count_include_pad()) attr_int(n, "count_include_pad", 1);
+    ::onnx::NodeProto& n = g.node("DepthToSpace", {in.name}, path);
+    attr_int(n, "blocksize", m.upscale_factor);
+    attr_str(n, "mode", "CRD");
     return n.output(0);
+  });
+  add_layer<nn::PixelUnshuffle>(t, "PixelUnshuffle", [](Graph& g, nn::PixelUnshuffle& m, const std::string& path, const Value& in) {
+    // PyTorch's [N, C, H/r, r, W/r, r] → [N, C, r, r, H/r, W/r]: channel c·r² + i·r + j. ONNX's SpaceToDepth
+    // orders the channels (i·r + j)·C + c, so: Reshape, Transpose, Reshape (0: the batch dim, symbolic).
+    need_rank(path, m, in, 4, "[N, C, H, W]");
+    const int64_t r = m.downscale_factor, c = in.example.size(1), h = in.example.size(2), w = in.example.size(3);
+    if (h % r != 0 || w % r != 0)
+      unsupported(path, m, "the input's " + std::to_string(h) + "x" + std::to_string(w) + " is not divisible by " + std::to_string(r));
+    const std::string split = g.op("Reshape", {in.name, g.ints({0, c, h / r, r, w / r, r}, path, "split")}, path);
+    ::onnx::NodeProto& tr = g.node("Transpose", {split}, path);
+    attr_ints(tr, "perm", {0, 1, 3, 5, 2, 4});
+    return g.op("Reshape", {tr.output(0), g.ints({0, c * r * r, h / r, w / r}, path, "shape")}, path);
   });
   add_layer<nn::AdaptiveAvgPool2d>(t, "AdaptiveAvgPool2d",
                                    [](Graph& g, nn::AdaptiveAvgPool2d& m, const std::string& path, const Value& in) {

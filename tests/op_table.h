@@ -870,6 +870,89 @@ inline Host affine_transform(const Host& h, double scale, double shift) {
 inline constexpr const char* kLarge = "large (the GPU's tiled and blocked paths): the smaller lines of this op gradcheck its formula";
 inline constexpr const char* kVariant = "core hands the fused op contiguous operands: the op's first line runs the four layouts";
 
+// --- conv/pool round 3 references ---
+// PyTorch's goldens of issue 30 (tools/make_conv_golden.py; the cases of tests/test_conv_pool2.cpp), and a
+// case's integer constant (max_unpool's indices) on the inputs' device.
+inline constexpr const char* kConvGolden = "conv_golden.safetensors";
+inline Golden conv_golden(std::string name, std::vector<std::string> inputs) {
+  return {.file = kConvGolden, .name = std::move(name), .inputs = std::move(inputs)};
+}
+inline Tensor conv_golden_indices(V x, const std::string& key) { return test::golden(kConvGolden, key).to(x[0].device()); }
+// Max pooling by its definition over x [N, C, H, W], with dilation and ceil mode: OH = ⌊(H + 2p - d·(k - 1) - 1
+// (+ s - 1 in ceil mode)) / s⌋ + 1, less the last window where it would start in the right padding; the taps
+// h = oh·s - p + kh·d that fall in the input; the first maximum in the window's row-major order and its
+// index h·W + w in the plane. → [y.flatten(), indices.flatten()], as the lines concatenate them.
+struct MaxPoolRef {
+  int64_t kh, kw, sh, sw, ph = 0, pw = 0, dh = 1, dw = 1;
+  bool ceil_mode = false;
+};
+inline Host max_pool_indices_ref(const Host& x, MaxPoolRef p, bool with_indices = true) {
+  const auto out_size = [&](int64_t n, int64_t k, int64_t s, int64_t pad, int64_t d) {
+    int64_t o = (n + 2 * pad - d * (k - 1) - 1 + (p.ceil_mode ? s - 1 : 0)) / s + 1;
+    if (p.ceil_mode && (o - 1) * s >= n + pad) --o;
+    return o;
+  };
+  const int64_t H = x.shape[2], W = x.shape[3];
+  const Shape os{x.shape[0], x.shape[1], out_size(H, p.kh, p.sh, p.ph, p.dh), out_size(W, p.kw, p.sw, p.pw, p.dw)};
+  Host y{os, {}}, idx{os, {}};
+  for_each_index(os, [&](const Shape& i) {
+    double best = -INFINITY, where = -1;
+    for (int64_t a = 0; a < p.kh; ++a)
+      for (int64_t b = 0; b < p.kw; ++b) {
+        const int64_t h = i[2] * p.sh - p.ph + a * p.dh, w = i[3] * p.sw - p.pw + b * p.dw;
+        if (h < 0 || h >= H || w < 0 || w >= W) continue;
+        const double v = at(x, {i[0], i[1], h, w});
+        if (v > best) best = v, where = static_cast<double>(h * W + w);
+      }
+    y.v.push_back(best), idx.v.push_back(where);
+  });
+  if (!with_indices) return y;
+  y.v.insert(y.v.end(), idx.v.begin(), idx.v.end());
+  return with_shape(y, {static_cast<int64_t>(y.v.size())});
+}
+// F::pad by its definition: pads (left, right) pairs from the last dim back; output o of a padded dim reads
+// input o - left: out of range, `value` (constant), the nearest edge (replicate), the mirror without the
+// edge (reflect) or the other side (circular). Negative pads crop.
+enum class PadRef { constant, reflect, replicate, circular };
+inline Host pad_ref(const Host& x, const std::vector<int64_t>& pads, PadRef mode, double value = 0) {
+  const int n = x.shape.size();
+  Shape os = x.shape;
+  for (size_t k = 0; k < pads.size() / 2; ++k) os[n - 1 - k] += pads[2 * k] + pads[2 * k + 1];
+  return generate(os, [&](const Shape& o) {
+    Shape src = o;
+    for (size_t k = 0; k < pads.size() / 2; ++k) {
+      const int d = n - 1 - static_cast<int>(k);
+      const int64_t len = x.shape[d];
+      int64_t i = o[d] - pads[2 * k];
+      if (i < 0 || i >= len) {
+        if (mode == PadRef::constant) return value;
+        if (mode == PadRef::replicate) i = std::clamp<int64_t>(i, 0, len - 1);
+        if (mode == PadRef::reflect) i = i < 0 ? -i : 2 * (len - 1) - i;
+        if (mode == PadRef::circular) i = ((i % len) + len) % len;
+      }
+      src[d] = i;
+    }
+    return at(x, src);
+  });
+}
+// pixel_shuffle [N, C·r², H, W] → [N, C, H·r, W·r]: out[n, c, h·r + i, w·r + j] = x[n, c·r² + i·r + j, h, w];
+// pixel_unshuffle the inverse.
+inline Host pixel_shuffle_ref(const Host& x, int64_t r) {
+  return generate({x.shape[0], x.shape[1] / (r * r), x.shape[2] * r, x.shape[3] * r}, [&](const Shape& o) {
+    return at(x, {o[0], o[1] * r * r + (o[2] % r) * r + o[3] % r, o[2] / r, o[3] / r});
+  });
+}
+inline Host pixel_unshuffle_ref(const Host& x, int64_t r) {
+  return generate({x.shape[0], x.shape[1] * r * r, x.shape[2] / r, x.shape[3] / r}, [&](const Shape& o) {
+    const int64_t c = o[1] / (r * r), i = o[1] / r % r, j = o[1] % r;
+    return at(x, {o[0], c, o[2] * r + i, o[3] * r + j});
+  });
+}
+inline Tensor values_and_indices(const std::tuple<Tensor, Tensor>& r) {
+  const auto& [y, idx] = r;
+  return cat({y.flatten(), idx.to(y.dtype()).flatten()}, 0);
+}
+
 // NOLINTBEGIN(readability-function-size): one line per op
 inline const std::vector<OpCase>& op_table() {
   static const std::vector<OpCase> table = {
@@ -1176,6 +1259,36 @@ inline const std::vector<OpCase>& op_table() {
     {"embedding", {N({10, 4})}, [](V x) { return F::embedding(labels(x, kEmbeddingIndices, {2, 3}), x[0]); }, [](H h) { return embedding_ref(h[0], kEmbeddingIndices, {2, 3}); }, {.out = Kind::exact}},
     {"embedding_padding_idx", {N({10, 4})}, [](V x) { return F::embedding(labels(x, kEmbeddingIndices, {2, 3}), x[0], {.padding_idx = 3}); }, [](H h) { return embedding_ref(h[0], kEmbeddingIndices, {2, 3}); }, {.out = Kind::exact, .no_gradcheck = "the padding row's zero gradient is PyTorch's rule, not the derivative (the output does depend on that row)", .contiguous_only = kVariant}},
     {"embedding_bag", {N({5, 3})}, [](V x) { return F::embedding_bag(kBagInput.to(x[0].device()), x[0], {.offsets = kBagOffsets.to(x[0].device()), .mode = "mean"}); }, [](H h) { return embedding_bag_mean_ref(h[0]); }, {.out = Kind::reduce}},
+    // --- conv, pool, pad, resample (issue 30) ---
+    // F::pad in each mode (negative pads crop), against PyTorch's goldens; copies: exact outputs
+    {"pad_const_neg", {N({2, 3, 4, 5})}, [](V x) { return F::pad(x[0], F::PadFuncOptions({-1, 2, 1, -2}).value(-1.0)); }, [](H h) { return pad_ref(h[0], {-1, 2, 1, -2}, PadRef::constant, -1.0); }, {.out = Kind::exact, .golden = conv_golden("pad_const_neg", {"x"})}},
+    {"pad_reflect_2d", {N({2, 2, 4, 5})}, [](V x) { return F::pad(x[0], F::PadFuncOptions({1, 2, 3, 0}).mode(F::PadMode::reflect)); }, [](H h) { return pad_ref(h[0], {1, 2, 3, 0}, PadRef::reflect); }, {.out = Kind::exact, .golden = conv_golden("pad_reflect_2d", {"x"})}},
+    {"pad_replicate_neg", {N({1, 2, 5})}, [](V x) { return F::pad(x[0], F::PadFuncOptions({-2, 3}).mode(F::PadMode::replicate)); }, [](H h) { return pad_ref(h[0], {-2, 3}, PadRef::replicate); }, {.out = Kind::exact, .golden = conv_golden("pad_replicate_neg", {"x"})}},
+    {"pad_circular_3d", {N({1, 1, 3, 4, 5})}, [](V x) { return F::pad(x[0], F::PadFuncOptions({1, 1, 1, 2, 2, 0}).mode(F::PadMode::circular)); }, [](H h) { return pad_ref(h[0], {1, 1, 1, 2, 2, 0}, PadRef::circular); }, {.out = Kind::exact, .golden = conv_golden("pad_circular_3d", {"x"})}},
+    // conv padding "same" (an even kernel: the extra on the right), transposed convolution
+    {"conv2d_same_even", {N({2, 3, 6, 7}), N({4, 3, 4, 2}), N({4})}, [](V x) { return F::conv2d(x[0], x[1], x[2], F::Conv2dOptions().padding(nn::kSame).dilation({1, 3})); }, nullptr, {.out = Kind::conv, .grad = Kind::conv, .contiguous_only = kVariant, .golden = conv_golden("conv2d_same_even", {"x", "w", "b"})}},
+    {"conv1d_same", {N({2, 3, 9}), N({4, 3, 4}), N({4})}, [](V x) { return F::conv1d(x[0], x[1], x[2], F::Conv1dOptions().padding("same")); }, nullptr, {.out = Kind::conv, .grad = Kind::conv, .contiguous_only = kVariant, .golden = conv_golden("conv1d_same_even", {"x", "w", "b"})}},
+    {"conv_transpose2d", {N({2, 3, 4, 5}), N({3, 4, 3, 3}), N({4})}, [](V x) { return F::conv_transpose2d(x[0], x[1], x[2]); }, nullptr, {.out = Kind::conv, .grad = Kind::conv, .golden = conv_golden("convt2d_plain", {"x", "w", "b"})}},
+    {"conv_transpose2d_everything", {N({2, 6, 3, 4}), N({6, 2, 3, 3}), N({6})}, [](V x) { return F::conv_transpose2d(x[0], x[1], x[2], F::ConvTranspose2dOptions().stride(2).padding({1, 2}).output_padding({1, 0}).groups(3).dilation(2)); }, nullptr, {.out = Kind::conv, .grad = Kind::conv, .contiguous_only = kVariant, .golden = conv_golden("convt2d_everything", {"x", "w", "b"})}},
+    {"conv_transpose2d_op_dilation", {N({1, 2, 3, 4}), N({2, 2, 2, 2})}, [](V x) { return F::conv_transpose2d(x[0], x[1], {}, F::ConvTranspose2dOptions().output_padding({2, 1}).dilation({3, 2})); }, nullptr, {.out = Kind::conv, .grad = Kind::conv, .contiguous_only = kVariant, .golden = conv_golden("convt2d_op_dilation", {"x", "w"})}},
+    {"conv_transpose1d", {N({2, 3, 7}), N({3, 5, 4}), N({5})}, [](V x) { return F::conv_transpose1d(x[0], x[1], x[2], F::ConvTranspose1dOptions().stride(2).padding(1).output_padding(1)); }, nullptr, {.out = Kind::conv, .grad = Kind::conv, .golden = conv_golden("convt1d_plain", {"x", "w", "b"})}},
+    // max pooling with dilation and indices (the lines with indices output [y.flatten(), indices.flatten()])
+    {"max_pool2d_dilation", {N({2, 3, 9, 10})}, [](V x) { return F::max_pool2d(x[0], F::MaxPool2dOptions(3).stride(2).padding(1).dilation(2)); }, [](H h) { return max_pool_indices_ref(h[0], {.kh = 3, .kw = 3, .sh = 2, .sw = 2, .ph = 1, .pw = 1, .dh = 2, .dw = 2}, false); }, {.out = Kind::exact, .contiguous_only = kVariant, .golden = conv_golden("maxpool_dil", {"x"})}},
+    {"max_pool2d_with_indices", {N({2, 3, 7, 8})}, [](V x) { return values_and_indices(F::max_pool2d_with_indices(x[0], F::MaxPool2dOptions(3).stride(2).padding(1))); }, [](H h) { return max_pool_indices_ref(h[0], {.kh = 3, .kw = 3, .sh = 2, .sw = 2, .ph = 1, .pw = 1}); }, {.out = Kind::exact}},
+    {"max_pool2d_dilation_ceil_indices", {N({2, 2, 8, 9})}, [](V x) { return values_and_indices(F::max_pool2d_with_indices(x[0], F::MaxPool2dOptions({2, 3}).stride({2, 1}).padding(1).dilation({3, 2}).ceil_mode(true))); }, [](H h) { return max_pool_indices_ref(h[0], {.kh = 2, .kw = 3, .sh = 2, .sw = 1, .ph = 1, .pw = 1, .dh = 3, .dw = 2, .ceil_mode = true}); }, {.out = Kind::exact, .contiguous_only = kVariant}},
+    {"avg_pool2d_divisor_override", {N({2, 3, 7, 8})}, [](V x) { return F::avg_pool2d(x[0], F::AvgPool2dOptions(3).stride(2).padding(1).divisor_override(5)); }, nullptr, {.out = Kind::reduce, .contiguous_only = kVariant, .golden = conv_golden("avgpool_div", {"x"})}},
+    {"max_pool1d", {N({2, 3, 12})}, [](V x) { return F::max_pool1d(x[0], F::MaxPool1dOptions(3).stride(2).padding(1).dilation(2).ceil_mode(true)); }, [](H h) { const Host r = max_pool_indices_ref(with_shape(h[0], {2, 3, 1, 12}), {.kh = 1, .kw = 3, .sh = 1, .sw = 2, .pw = 1, .dw = 2, .ceil_mode = true}, false); return with_shape(r, {2, 3, r.shape[3]}); }, {.out = Kind::exact, .golden = conv_golden("maxpool1d_dil_ceil", {"x"})}},
+    {"avg_pool1d", {N({2, 3, 10})}, [](V x) { return F::avg_pool1d(x[0], F::AvgPool1dOptions(4).stride(3).padding(2).ceil_mode(true).count_include_pad(false)); }, nullptr, {.out = Kind::reduce, .golden = conv_golden("avgpool1d_nopad_ceil", {"x"})}},
+    // max_unpool2d at the indices of a 2 × 2 pooling of another tensor (no repeats: the gradient is the derivative)
+    {"max_unpool2d", {N({2, 3, 3, 4})}, [](V x) { return F::max_unpool2d(x[0], conv_golden_indices(x, "unpool2d.i"), 2); }, nullptr, {.out = Kind::exact, .grad = Kind::exact, .golden = conv_golden("unpool2d", {"x"})}},
+    // interpolate: nearest selects (exact), the linear modes sum weighted neighbours (reduce tolerance)
+    {"interpolate_nearest", {N({2, 3, 5, 7})}, [](V x) { return F::interpolate(x[0], F::InterpolateFuncOptions().scale_factor(std::vector<double>{2.5, 1.7})); }, nullptr, {.out = Kind::exact, .golden = conv_golden("nearest_2d_scale", {"x"})}},
+    {"interpolate_bilinear", {N({2, 3, 5, 7})}, [](V x) { return F::interpolate(x[0], F::InterpolateFuncOptions().size(std::vector<int64_t>{8, 11}).mode(nn::InterpolateMode::bilinear)); }, nullptr, {.out = Kind::reduce, .golden = conv_golden("bilinear", {"x"})}},
+    {"interpolate_bilinear_align_corners", {N({2, 3, 5, 7})}, [](V x) { return F::interpolate(x[0], F::InterpolateFuncOptions().size(std::vector<int64_t>{8, 11}).mode(nn::InterpolateMode::bilinear).align_corners(true)); }, nullptr, {.out = Kind::reduce, .contiguous_only = kVariant, .golden = conv_golden("bilinear_ac", {"x"})}},
+    {"interpolate_linear", {N({2, 3, 6})}, [](V x) { return F::interpolate(x[0], F::InterpolateFuncOptions().scale_factor(std::vector<double>{2.3}).mode(nn::InterpolateMode::linear)); }, nullptr, {.out = Kind::reduce, .contiguous_only = kVariant, .golden = conv_golden("linear_1d_scale", {"x"})}},
+    {"interpolate_trilinear", {N({1, 2, 3, 4, 5})}, [](V x) { return F::interpolate(x[0], F::InterpolateFuncOptions().size(std::vector<int64_t>{5, 3, 7}).mode(nn::InterpolateMode::trilinear)); }, nullptr, {.out = Kind::reduce, .contiguous_only = kVariant, .golden = conv_golden("trilinear", {"x"})}},
+    {"pixel_shuffle", {N({2, 12, 3, 4})}, [](V x) { return F::pixel_shuffle(x[0], 2); }, [](H h) { return pixel_shuffle_ref(h[0], 2); }, {.out = Kind::exact, .grad = Kind::exact, .golden = conv_golden("pixel_shuffle", {"x"})}},
+    {"pixel_unshuffle", {N({2, 3, 6, 8})}, [](V x) { return F::pixel_unshuffle(x[0], 2); }, [](H h) { return pixel_unshuffle_ref(h[0], 2); }, {.out = Kind::exact, .grad = Kind::exact, .golden = conv_golden("pixel_unshuffle", {"x"})}},
   };
   return table;
 }

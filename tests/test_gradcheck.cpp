@@ -47,6 +47,8 @@ TEST(GradcheckTable, CoversEveryDifferentiableOp) {
                          "poisson_nll_loss", "gaussian_nll_loss", "binary_cross_entropy", "multilabel_soft_margin_loss",
                          "ctc_loss", "group_norm", "instance_norm", "local_response_norm", "normalize"})
     required.emplace_back(op);
+  for (const char* op : {"pad_const_neg", "conv2d_same_even", "conv1d_same", "conv_transpose2d", "conv_transpose1d", "max_pool2d_dilation", "max_pool2d_with_indices", "avg_pool2d_divisor_override", "max_pool1d", "avg_pool1d", "max_unpool2d", "interpolate_nearest", "interpolate_bilinear", "interpolate_linear", "interpolate_trilinear", "pixel_shuffle", "pixel_unshuffle"})
+    required.emplace_back(op);
   for (const UnaryOpInfo& op : kUnaryOps) required.emplace_back(op.name);
   for (const BinaryOpInfo& op : kBinaryOps)
     if (op.kind == BinaryKind::arithmetic) required.emplace_back(op.name);

@@ -78,7 +78,8 @@ TEST(Registry, MlpOnFlatInputAndEveryType) {
   const Tensor x = from_vector<float>({-2, -0.1f, 0.3f, 3}, {1, 4});
   const Tensor y = gelu(hardtanh(softplus(elu(leaky_relu(silu(x), 0.2)), 2.0, 10.0), -0.5, 0.5), "tanh");
   EXPECT_EQ(acts->forward(x).to_vector<float>(), y.to_vector<float>());
-  EXPECT_EQ(nn::layer_types().size(), 33u);  // 26 + 4 sequence types (nn/transformer.h) + lstm, gru, rnn_lm (nn/rnn.h)
+  // 26 + 4 sequence types (nn/transformer.h) + lstm, gru, rnn_lm (nn/rnn.h) + 7 conv/pool/resample types (issue 30)
+  EXPECT_EQ(nn::layer_types().size(), 40u);
   EXPECT_EQ(nn::layer_keys("linear"), (std::vector<std::string>{"out_features", "bias"}));
 }
 
@@ -192,7 +193,7 @@ TEST(Registry, EveryLayerKeyIsARowWithTypeAndDefault) {
   }
   EXPECT_TRUE(nn::layer_key_rows("nope").empty());
   const auto rows = nn::layer_key_rows("conv2d");
-  ASSERT_EQ(rows.size(), 7u);
+  ASSERT_EQ(rows.size(), 8u);
   EXPECT_EQ(rows[2]->path, "stride");
   EXPECT_EQ(rows[2]->kind, nn::schema::Kind::pair);
   EXPECT_EQ(std::get<int64_t>(*rows[2]->fallback), 1);
@@ -265,6 +266,14 @@ TEST(Registry, EveryTypeBuildsWithItsDefaults) {
       {"lstm", {{{"hidden_size", int64_t{3}}}, sequence}},
       {"gru", {{{"hidden_size", int64_t{3}}}, sequence}},
       {"rnn_lm", {{{"embedding_dim", int64_t{4}}, {"hidden_size", int64_t{4}}}, tokens}},
+      // conv/pool round 3
+      {"conv_transpose2d", {{{"out_channels", int64_t{2}}, {"kernel_size", int64_t{3}}}, image}},
+      {"conv_transpose1d", {{{"out_channels", int64_t{2}}, {"kernel_size", int64_t{3}}}, sequence}},
+      {"max_pool1d", {{{"kernel_size", int64_t{2}}}, sequence}},
+      {"avg_pool1d", {{{"kernel_size", int64_t{2}}}, sequence}},
+      {"upsample", {{{"scale_factor", int64_t{2}}}, image}},
+      {"pixel_shuffle", {{{"upscale_factor", int64_t{1}}}, image}},
+      {"pixel_unshuffle", {{{"downscale_factor", int64_t{2}}}, image}},
   };
   for (const std::string& type : nn::layer_types()) {
     const auto it = cases.find(type);
@@ -374,4 +383,139 @@ TEST(Registry, EmbeddingBagTakesOneBagPerSample) {
                                  {"takes token ids (i64)"}));
   EXPECT_TRUE(test::throws_error([&] { nn::build_model({spec("embedding_bag", {{"num_embeddings", int64_t{4}}})}, tokens); },
                                  {"'num_embeddings' is not set by hand", "vocabulary size"}));
+
+// --- conv/pool round 3 ---
+namespace {
+std::shared_ptr<nn::Sequential> build(const std::vector<LayerSpec>& specs, const Shape& in) {
+  Generator gen(7);
+  return nn::build_sequential(specs, in, &gen);
+}
+void expect_same(const Tensor& a, const Tensor& b) {
+  ASSERT_EQ(a.shape(), b.shape());
+  EXPECT_EQ(a.to_vector<float>(), b.to_vector<float>());
+}
+}  // namespace
+
+// conv padding "same" / "valid" and padding_mode: the layer is the functional op on the padded input.
+TEST(Registry, ConvPaddingSameValidAndPaddingMode) {
+  Generator gen(1);
+  const Tensor x = randn({2, 3, 5, 6}, {}, &gen);
+  auto m = build({spec("conv2d", {{"out_channels", int64_t{4}}, {"kernel_size", std::vector<int64_t>{3, 4}},
+                                  {"padding", std::string("same")}, {"padding_mode", std::string("reflect")}})},
+                 {3, 5, 6});
+  auto conv = std::dynamic_pointer_cast<nn::Conv2d>((*m)[0]);
+  ASSERT_NE(conv, nullptr);
+  // same with kernel [3, 4]: rows 1 | 1, columns 1 | 2 (the odd extra on the right), mirrored
+  const Tensor padded = nn::functional::pad(x, nn::functional::PadFuncOptions({1, 2, 1, 1}).mode(nn::functional::PadMode::reflect));
+  expect_same(m->forward(x), nn::functional::conv2d(padded, conv->weight, conv->bias));
+  EXPECT_EQ(m->forward(x).shape(), Shape({2, 4, 5, 6}));
+  auto c1 = build({spec("conv1d", {{"out_channels", int64_t{2}}, {"kernel_size", int64_t{3}}, {"padding", std::string("valid")},
+                                   {"padding_mode", std::string("circular")}})},
+                  {3, 9});
+  EXPECT_EQ(c1->forward(zeros({1, 3, 9})).shape(), Shape({1, 2, 7}));
+  auto c1same = build({spec("conv1d", {{"out_channels", int64_t{2}}, {"kernel_size", int64_t{4}}, {"padding", std::string("same")},
+                                       {"padding_mode", std::string("replicate")}})},
+                      {3, 9});
+  EXPECT_EQ(c1same->forward(zeros({1, 3, 9})).shape(), Shape({1, 2, 9}));
+  expect_error({spec("conv2d", {{"out_channels", int64_t{4}}, {"kernel_size", int64_t{3}}, {"padding", std::string("full")}})},
+               {"(conv2d)", "'padding' must be an integer, [h, w], \"same\" or \"valid\", got 'full'"});
+  expect_error({spec("conv1d", {{"out_channels", int64_t{4}}, {"kernel_size", int64_t{3}}, {"padding", std::string("full")}})},
+               {"(conv1d)", "'padding' must be an integer, \"same\" or \"valid\", got 'full'"}, {3, 9});
+  expect_error({spec("conv2d", {{"out_channels", int64_t{4}}, {"kernel_size", int64_t{3}}, {"padding_mode", std::string("mirror")}})},
+               {"'padding_mode' must be zeros, reflect, replicate or circular, got 'mirror'"});
+  expect_error({spec("conv2d", {{"out_channels", int64_t{4}}, {"kernel_size", int64_t{3}}, {"padding", std::string("same")},
+                                {"stride", int64_t{2}}})},
+               {"(conv2d)", "same"});
+  // strings are for conv padding only
+  expect_error({spec("max_pool2d", {{"kernel_size", int64_t{2}}, {"padding", std::string("same")}})},
+               {"'padding' must be an integer or a list of two integers"});
+}
+
+TEST(Registry, ConvTranspose) {
+  Generator gen(2);
+  const Tensor x = randn({2, 3, 4, 4}, {}, &gen);
+  auto m = build({spec("conv_transpose2d", {{"out_channels", int64_t{4}}, {"kernel_size", int64_t{3}}, {"stride", int64_t{2}},
+                                            {"padding", int64_t{1}}, {"output_padding", int64_t{1}}, {"groups", int64_t{1}},
+                                            {"dilation", int64_t{1}}})},
+                 {3, 4, 4});
+  auto t = std::dynamic_pointer_cast<nn::ConvTranspose2d>((*m)[0]);
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->weight.shape(), Shape({3, 4, 3, 3}));  // in_channels inferred: [C_in, C_out/groups, KH, KW]
+  expect_same(m->forward(x), nn::functional::conv_transpose2d(
+                                 x, t->weight, t->bias,
+                                 nn::functional::ConvTranspose2dOptions().stride(2).padding(1).output_padding(1)));
+  EXPECT_EQ(m->forward(x).shape(), Shape({2, 4, 8, 8}));  // (4 - 1)·2 - 2 + 3 + 1
+  auto m1 = build({spec("conv_transpose1d", {{"out_channels", int64_t{5}}, {"kernel_size", int64_t{4}}, {"stride", int64_t{3}},
+                                             {"groups", int64_t{1}}, {"bias", false}})},
+                  {2, 5});
+  EXPECT_EQ(m1->forward(zeros({1, 2, 5})).shape(), Shape({1, 5, 16}));
+  EXPECT_FALSE(std::dynamic_pointer_cast<nn::ConvTranspose1d>((*m1)[0])->bias.defined());
+  expect_error({spec("conv_transpose2d", {{"in_channels", int64_t{3}}, {"out_channels", int64_t{4}}, {"kernel_size", int64_t{3}}})},
+               {"(conv_transpose2d)", "'in_channels' is not set by hand"});
+  expect_error({spec("conv_transpose2d", {{"out_channels", int64_t{4}}, {"kernel_size", int64_t{3}}, {"output_padding", int64_t{2}}})},
+               {"(conv_transpose2d)", "does not fit the input"});
+  expect_error({spec("conv_transpose1d", {{"out_channels", int64_t{4}}, {"kernel_size", int64_t{3}}})},
+               {"conv_transpose1d needs sequence input [C, L]"});
+}
+
+TEST(Registry, PoolOptionsRound3) {
+  Generator gen(3);
+  const Tensor x = randn({2, 3, 9, 10}, {}, &gen);
+  namespace F = nn::functional;
+  auto mp = build({spec("max_pool2d", {{"kernel_size", int64_t{3}}, {"stride", int64_t{2}}, {"padding", int64_t{1}},
+                                       {"dilation", int64_t{2}}})},
+                  {3, 9, 10});
+  expect_same(mp->forward(x), F::max_pool2d(x, F::MaxPool2dOptions(3).stride(2).padding(1).dilation(2)));
+  auto ap = build({spec("avg_pool2d", {{"kernel_size", int64_t{3}}, {"stride", int64_t{2}}, {"padding", int64_t{1}},
+                                       {"divisor_override", int64_t{5}}})},
+                  {3, 9, 10});
+  expect_same(ap->forward(x), F::avg_pool2d(x, F::AvgPool2dOptions(3).stride(2).padding(1).divisor_override(5)));
+  expect_error({spec("avg_pool2d", {{"kernel_size", int64_t{2}}, {"divisor_override", int64_t{0}}})},
+               {"'divisor_override' must be positive, got 0"});
+  expect_error({spec("avg_pool2d", {{"kernel_size", int64_t{2}}, {"dilation", int64_t{2}}})}, {"unknown key 'dilation'"});
+  const Tensor s = randn({2, 3, 12}, {}, &gen);
+  auto p1 = build({spec("max_pool1d", {{"kernel_size", int64_t{3}}, {"stride", int64_t{2}}, {"padding", int64_t{1}},
+                                       {"dilation", int64_t{2}}, {"ceil_mode", true}})},
+                  {3, 12});
+  expect_same(p1->forward(s), F::max_pool1d(s, F::MaxPool1dOptions(3).stride(2).padding(1).dilation(2).ceil_mode(true)));
+  auto a1 = build({spec("avg_pool1d", {{"kernel_size", int64_t{4}}, {"stride", int64_t{3}}, {"padding", int64_t{2}},
+                                       {"ceil_mode", true}, {"count_include_pad", false}})},
+                  {3, 12});
+  expect_same(a1->forward(s), F::avg_pool1d(s, F::AvgPool1dOptions(4).stride(3).padding(2).ceil_mode(true).count_include_pad(false)));
+  auto d1 = build({spec("max_pool1d", {{"kernel_size", int64_t{4}}})}, {3, 12});
+  EXPECT_EQ(d1->forward(s).shape(), Shape({2, 3, 3}));  // stride = kernel_size
+  expect_error({spec("max_pool1d", {{"kernel_size", std::vector<int64_t>{2, 2}}})}, {"'kernel_size' must be an integer"}, {3, 12});
+}
+
+TEST(Registry, UpsampleAndPixelShuffle) {
+  Generator gen(4);
+  namespace F = nn::functional;
+  const Tensor x = randn({2, 3, 4, 5}, {}, &gen);
+  auto near = build({spec("upsample", {{"size", int64_t{8}}})}, {3, 4, 5});
+  expect_same(near->forward(x), F::interpolate(x, F::InterpolateFuncOptions().size(std::vector<int64_t>{8, 8})));
+  auto bil = build({spec("upsample", {{"scale_factor", 1.5}, {"mode", std::string("bilinear")}, {"align_corners", true}})}, {3, 4, 5});
+  expect_same(bil->forward(x), F::interpolate(x, F::InterpolateFuncOptions().scale_factor(std::vector<double>{1.5, 1.5})
+                                                      .mode(nn::InterpolateMode::bilinear).align_corners(true)));
+  auto exact = build({spec("upsample", {{"size", std::vector<int64_t>{7, 3}}, {"mode", std::string("nearest-exact")}})}, {3, 4, 5});
+  expect_same(exact->forward(x), F::interpolate(x, F::InterpolateFuncOptions().size(std::vector<int64_t>{7, 3})
+                                                        .mode(nn::InterpolateMode::nearest_exact)));
+  auto rec = build({spec("upsample", {{"scale_factor", 1.7}, {"mode", std::string("linear")}, {"recompute_scale_factor", true}})}, {3, 6});
+  const Tensor s = randn({2, 3, 6}, {}, &gen);
+  expect_same(rec->forward(s), F::interpolate(s, F::InterpolateFuncOptions().scale_factor(std::vector<double>{1.7})
+                                                      .mode(nn::InterpolateMode::linear).recompute_scale_factor(true)));
+  expect_error({spec("upsample")}, {"(upsample)", "exactly one of 'size' and 'scale_factor'"}, {3, 4, 5});
+  expect_error({spec("upsample", {{"size", int64_t{8}}, {"scale_factor", 2.0}})}, {"exactly one of 'size' and 'scale_factor'"}, {3, 4, 5});
+  expect_error({spec("upsample", {{"size", std::vector<int64_t>{8, 8, 8}}})}, {"'size' has 3 values", "2 spatial dims"}, {3, 4, 5});
+  expect_error({spec("upsample", {{"size", int64_t{0}}})}, {"'size' must be a list of integers"}, {3, 4, 5});
+  expect_error({spec("upsample", {{"scale_factor", 2.0}, {"align_corners", false}})},
+               {"'align_corners' goes with the linear modes", "not mode nearest"}, {3, 4, 5});
+  expect_error({spec("upsample", {{"scale_factor", 2.0}, {"mode", std::string("cubic")}})}, {"'mode' must be nearest"}, {3, 4, 5});
+  expect_error({spec("upsample", {{"scale_factor", 2.0}, {"mode", std::string("trilinear")}})}, {"(upsample)", "does not fit"}, {3, 4, 5});
+  const Tensor y = randn({2, 8, 3, 3}, {}, &gen);
+  auto ps = build({spec("pixel_shuffle", {{"upscale_factor", int64_t{2}}}), spec("pixel_unshuffle", {{"downscale_factor", int64_t{2}}})},
+                  {8, 3, 3});
+  expect_same((*ps)[0]->forward(y), F::pixel_shuffle(y, 2));
+  expect_same(ps->forward(y), y);
+  expect_error({spec("pixel_shuffle", {{"upscale_factor", int64_t{3}}})}, {"(pixel_shuffle)", "does not fit"}, {8, 3, 3});
+  expect_error({spec("pixel_unshuffle")}, {"missing required key 'downscale_factor'"}, {8, 4, 4});
 }

@@ -227,6 +227,25 @@ TEST(OnnxExport, EveryRegistryLayerMatchesOnnxruntime) {
        "[{type: gpt, layers: 1, heads: 2, dim: 8, position: sinusoidal, tie_weights: false, bias: false}]", {5}, true},
       {"rnn_lm_lstm", "[{type: rnn_lm, embedding_dim: 6, hidden_size: 5, num_layers: 2}]", {7}, true},
       {"rnn_lm_gru_tied", "[{type: rnn_lm, cell: gru, embedding_dim: 6, hidden_size: 6, tie_weights: true}]", {7}, true},
+      // conv/pool round 3: conv padding same (an even kernel: the odd extra at the end) and padding_mode
+      // (reflect, replicate: a Pad node; circular is refused, ErrorsNameTheLayer), transposed convolution,
+      // pooling options, resampling
+      {"conv2d_same_even_reflect", "[{type: conv2d, out_channels: 4, kernel_size: [4, 3], dilation: [1, 2], padding: same, padding_mode: reflect}]", {3, 7, 8}},
+      {"conv2d_same_zeros", "[{type: conv2d, out_channels: 3, kernel_size: 4, padding: same}]", {2, 6, 7}},
+      {"conv2d_valid_replicate", "[{type: conv2d, out_channels: 3, kernel_size: 3, padding: [2, 1], stride: 2, padding_mode: replicate}]", {2, 7, 8}},
+      {"conv1d_same_replicate", "[{type: conv1d, out_channels: 4, kernel_size: 4, padding: same, padding_mode: replicate}]", {3, 10}},
+      {"conv_transpose2d", "[{type: conv_transpose2d, out_channels: 6, kernel_size: 3, stride: 2, padding: [1, 2], output_padding: [1, 0], groups: 3, dilation: 2}]", {6, 3, 4}},
+      {"conv_transpose1d", "[{type: conv_transpose1d, out_channels: 5, kernel_size: 4, stride: 2, padding: 1, output_padding: 1, bias: false}]", {3, 7}},
+      {"max_pool2d_dilation", "[{type: max_pool2d, kernel_size: 3, stride: 2, padding: 1, dilation: 2}]", {2, 9, 10}},
+      {"avg_pool2d_divisor_override", "[{type: avg_pool2d, kernel_size: 3, stride: 2, padding: 1, divisor_override: 5}]", {2, 7, 8}},
+      {"max_pool1d", "[{type: max_pool1d, kernel_size: 3, stride: 2, padding: 1, dilation: 2}]", {3, 12}},
+      {"avg_pool1d", "[{type: avg_pool1d, kernel_size: 4, stride: 3, padding: 2, count_include_pad: false}]", {3, 10}},
+      {"upsample_nearest", "[{type: upsample, scale_factor: 2}]", {2, 3, 4}},
+      {"upsample_nearest_size", "[{type: upsample, size: [7, 5]}]", {2, 3, 4}},
+      {"upsample_bilinear", "[{type: upsample, size: [8, 11], mode: bilinear}]", {2, 5, 7}},
+      {"upsample_bilinear_align_corners", "[{type: upsample, scale_factor: 1.5, mode: bilinear, align_corners: true}]", {2, 4, 6}},
+      {"pixel_shuffle", "[{type: pixel_shuffle, upscale_factor: 2}]", {12, 3, 4}},
+      {"pixel_unshuffle", "[{type: pixel_unshuffle, downscale_factor: 2}]", {3, 6, 8}},
   };
   // Every layer type the registry builds is in a case above.
   std::string all;
@@ -383,6 +402,17 @@ TEST(OnnxExport, ErrorsNameTheLayer) {
   expect_error(linear, zeros({2, 3}), {"opset 18", "13 to 17"}, {.opset = 18});
   linear.to(DType::f64);
   expect_error(linear, zeros({2, 3}, {.dtype = DType::f64}), {"'weight' is f64", "module.to(DType::f32)"});
+  // conv/pool round 3: what ONNX (opsets 13 to 17) cannot express is refused, naming the layer and why
+  nn::Sequential circular{std::make_shared<nn::Conv2d>(nn::Conv2dOptions(2, 3, 3).padding(1).padding_mode(nn::PaddingMode::circular))};
+  expect_error(circular, zeros({1, 2, 5, 5}), {"layer '0' (Conv2d)", "padding_mode circular", "opset 19"});
+  nn::Sequential circular1d{std::make_shared<nn::Conv1d>(nn::Conv1dOptions(2, 3, 3).padding("same").padding_mode(nn::PaddingMode::circular))};
+  expect_error(circular1d, zeros({1, 2, 5}), {"layer '0' (Conv1d)", "padding_mode circular"});
+  nn::Sequential divisor{std::make_shared<nn::AvgPool2d>(nn::AvgPool2dOptions(3).stride(2).ceil_mode(true).divisor_override(4))};
+  expect_error(divisor, zeros({1, 2, 8, 8}), {"layer '0' (AvgPool2d)", "divisor_override with ceil_mode"});
+  nn::Sequential area{std::make_shared<nn::Upsample>(nn::UpsampleOptions().size(std::vector<int64_t>{2, 2}).mode(nn::InterpolateMode::area))};
+  expect_error(area, zeros({1, 2, 4, 4}), {"layer '0' (Upsample)", "mode area"});
+  nn::Sequential shuffle5d{std::make_shared<nn::PixelShuffle>(2)};
+  expect_error(shuffle5d, zeros({1, 2, 8, 3, 3}), {"layer '0' (PixelShuffle)", "[N, C, H, W]"});
   // The training flag survives an export.
   nn::Linear trained(3, 2);
   onnx::export_module(trained, zeros({1, 3}), path);
