@@ -383,6 +383,7 @@ TEST(Registry, EmbeddingBagTakesOneBagPerSample) {
                                  {"takes token ids (i64)"}));
   EXPECT_TRUE(test::throws_error([&] { nn::build_model({spec("embedding_bag", {{"num_embeddings", int64_t{4}}})}, tokens); },
                                  {"'num_embeddings' is not set by hand", "vocabulary size"}));
+}
 
 // --- conv/pool round 3 ---
 namespace {
