@@ -21,6 +21,8 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import save_file
 
+from golden_common import store_case
+
 torch.manual_seed(0)
 out = {}
 
@@ -76,13 +78,7 @@ for name, (fn, xs, ss, consts) in CASES.items():
             r0 = torch.randn(y.shape)
         r = r0.to(dtype)
         (y * r).sum().backward()
-        out[f"{name}.{tag}.x"] = x.detach().contiguous()
-        out[f"{name}.{tag}.y"] = y.detach().contiguous()
-        out[f"{name}.{tag}.r"] = r.contiguous()
-        out[f"{name}.{tag}.gx"] = x.grad.contiguous()
-        if s is not None:
-            out[f"{name}.{tag}.s"] = s.detach().contiguous()
-            out[f"{name}.{tag}.gs"] = s.grad.contiguous()
+        store_case(out, f"{name}.{tag}", {"x": x} if s is None else {"x": x, "s": s}, y, r)
 
 # one_hot (i64 in, i64 out)
 ONE_HOT = {
