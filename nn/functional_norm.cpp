@@ -53,11 +53,27 @@ struct NormBackward : autograd::Node {
   }
 };
 
-std::shared_ptr<NormBackward> norm_node(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+std::shared_ptr<NormBackward> norm_inputs_node(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   if (weight.defined() && bias.defined()) return autograd::make_node<NormBackward>(x, weight, bias);
   if (weight.defined()) return autograd::make_node<NormBackward>(x, weight);
   if (bias.defined()) return autograd::make_node<NormBackward>(x, bias);
   return autograd::make_node<NormBackward>(x);
+}
+
+// The node of a norm over `input` (and the weight and bias that are defined), where one is needed; it saves
+// the contiguous input x, the weight w and the statistics.
+std::shared_ptr<NormBackward> norm_node(const Tensor& input, const Tensor& weight, const Tensor& bias, bool batch,
+                                        const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& invstd) {
+  auto node = norm_inputs_node(input, weight, bias);
+  if (!node) return nullptr;
+  node->batch = batch;
+  node->has_weight = weight.defined();
+  node->has_bias = bias.defined();
+  node->x.save(x);
+  if (w.defined()) node->weight.save(w);
+  node->mean.save(mean);
+  node->invstd.save(invstd);
+  return node;
 }
 
 void check_param(const Tensor& p, const Tensor& x, const Shape& shape, const char* op, const char* what) {
@@ -99,15 +115,8 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
     }
   }
   y = raw::view(y, input.shape());
-  if (auto node = norm_node(input, weight, bias)) {
-    node->batch = true;
+  if (auto node = norm_node(input, weight, bias, /*batch=*/true, x, weight, mean, invstd)) {
     node->training = training;
-    node->has_weight = weight.defined();
-    node->has_bias = bias.defined();
-    node->x.save(x);
-    if (weight.defined()) node->weight.save(weight);
-    node->mean.save(mean);
-    node->invstd.save(invstd);
     autograd::set_history(y, std::move(node));
   }
   return y;
@@ -132,16 +141,8 @@ Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tens
   TensorArg wa, ba;
   backend(x.device()).layer_norm_forward(x.arg(), opt(w, wa), opt(b, ba), y.arg(), mean.arg(), invstd.arg(), eps);
   y = raw::view(y, input.shape());
-  if (auto node = norm_node(input, weight, bias)) {
-    node->batch = false;
-    node->has_weight = weight.defined();
-    node->has_bias = bias.defined();
-    node->x.save(x);
-    if (w.defined()) node->weight.save(w);
-    node->mean.save(mean);
-    node->invstd.save(invstd);
+  if (auto node = norm_node(input, weight, bias, /*batch=*/false, x, w, mean, invstd))
     autograd::set_history(y, std::move(node));
-  }
   return y;
 }
 
