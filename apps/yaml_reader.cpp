@@ -26,6 +26,34 @@ std::string shown(const YAML::Node& node) {
   return "nothing";
 }
 
+// The list of `kind` (e.g. "integers") at a key whose node is n, nullopt where the key is missing (then
+// fallback, or it is required): one scalar stands for a list of one (`size: 224` for `size: [224]`); each
+// item is parse(scalar) and must pass ok, as `items range` (e.g. "integers >= 1") says.
+// fail(what) must throw.
+template <typename T, typename Parse, typename Ok, typename Fail>
+std::vector<T> list_items(const std::optional<YAML::Node>& node, const std::optional<std::vector<T>>& fallback,
+                          const char* kind, const char* items, const char* range, Parse parse, Ok ok, Fail fail) {
+  if (!node) {
+    if (!fallback) fail(std::string("missing required key (a list of ") + kind + " " + range + ")");
+    return *fallback;
+  }
+  const YAML::Node& n = *node;
+  const std::string expected = std::string(items) + (*range != 0 ? " " : "") + range;
+  if (n.IsScalar()) {
+    const std::optional<T> v = parse(n.Scalar());
+    if (!v || !ok(*v)) fail("expected a list of " + expected + " (or one of them), got '" + n.Scalar() + "'");
+    return {*v};
+  }
+  if (!n.IsSequence()) fail("expected a list of " + expected + ", got " + shown(n));
+  std::vector<T> out;
+  for (const auto& item : n) {
+    const std::optional<T> v = item.IsScalar() ? parse(item.Scalar()) : std::nullopt;
+    if (!v || !ok(*v)) fail("expected a list of " + expected + ", got the item " + shown(item));
+    out.push_back(*v);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string Origins::where(const std::string& path, const YAML::Node& node) const {
@@ -223,49 +251,16 @@ std::string Section::choice(const std::string& key, const std::string& fallback,
 
 std::vector<double> Section::numbers(const std::string& key, std::optional<std::vector<double>> fallback,
                                      const std::function<bool(double)>& ok, const char* range) {
-  if (!has(key)) {
-    if (!fallback) fail(key, std::string("missing required key (a list of numbers ") + range + ")");
-    return *fallback;
-  }
-  const YAML::Node n = node_[key];
-  const std::string expected = std::string("finite numbers") + (*range != 0 ? " " : "") + range;
-  const auto item_ok = [&](const std::optional<double>& v) { return v && std::isfinite(*v) && (!ok || ok(*v)); };
-  if (n.IsScalar()) {  // one number stands for a list of one
-    const auto v = parse_number(n.Scalar());
-    if (!item_ok(v)) fail(key, "expected a list of " + expected + " (or one of them), got '" + n.Scalar() + "'");
-    return {*v};
-  }
-  if (!n.IsSequence()) fail(key, "expected a list of " + expected + ", got " + shown(n));
-  std::vector<double> out;
-  for (const auto& item : n) {
-    const auto v = item.IsScalar() ? parse_number(item.Scalar()) : std::nullopt;
-    if (!item_ok(v)) fail(key, "expected a list of " + expected + ", got the item " + shown(item));
-    out.push_back(*v);
-  }
-  return out;
+  return list_items<double>(has(key) ? node_[key] : std::optional<YAML::Node>(), fallback, "numbers", "finite numbers",
+                            range, parse_number, [&](double v) { return std::isfinite(v) && (!ok || ok(v)); },
+                            [&](const std::string& what) { fail(key, what); });
 }
 
 std::vector<int64_t> Section::integers(const std::string& key, std::optional<std::vector<int64_t>> fallback,
                                        const std::function<bool(int64_t)>& ok, const char* range) {
-  if (!has(key)) {
-    if (!fallback) fail(key, std::string("missing required key (a list of integers ") + range + ")");
-    return *fallback;
-  }
-  const YAML::Node n = node_[key];
-  const std::string expected = std::string("integers") + (*range != 0 ? " " : "") + range;
-  if (n.IsScalar()) {  // one integer stands for a list of one (as numbers(): `size: 224` for `size: [224]`)
-    const auto v = parse_int(n.Scalar());
-    if (!v || (ok && !ok(*v))) fail(key, "expected a list of " + expected + " (or one of them), got '" + n.Scalar() + "'");
-    return {*v};
-  }
-  if (!n.IsSequence()) fail(key, "expected a list of " + expected + ", got " + shown(n));
-  std::vector<int64_t> out;
-  for (const auto& item : n) {
-    const auto v = item.IsScalar() ? parse_int(item.Scalar()) : std::nullopt;
-    if (!v || (ok && !ok(*v))) fail(key, "expected a list of " + expected + ", got the item " + shown(item));
-    out.push_back(*v);
-  }
-  return out;
+  return list_items<int64_t>(has(key) ? node_[key] : std::optional<YAML::Node>(), fallback, "integers", "integers",
+                             range, parse_int, [&](int64_t v) { return !ok || ok(v); },
+                             [&](const std::string& what) { fail(key, what); });
 }
 
 Section Section::section(const std::string& key) {

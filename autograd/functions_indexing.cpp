@@ -181,6 +181,20 @@ struct FlipBackward : autograd::Node {
   void backward(const Tensor& g, Tensor* grad_inputs) override { grad_inputs[0] = raw::flip(g, dims); }
 };
 
+
+// `out` with the history of an op along `dim` that read `index` (scatter, scatter_add): a Node whose dim
+// (wrapped for x's rank) and saved index are all its backward needs besides the inputs' grad flags.
+template <typename Node, typename... Inputs>
+Tensor with_index_history(Tensor out, const char* op, int64_t dim, const Tensor& index, const Tensor& x,
+                          const Inputs&... inputs) {
+  if (auto node = make_node<Node>(x, inputs...)) {
+    node->dim = wrap_dim(dim, x.dim(), op);
+    node->index.save(index);
+    set_history(out, std::move(node));
+  }
+  return out;
+}
+
 }  // namespace
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
@@ -220,24 +234,12 @@ Tensor one_hot(const Tensor& indices, int64_t num_classes) {
 }
 
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
-  Tensor out = raw::scatter(x, dim, index, src);
-  if (auto node = make_node<ScatterBackward>(x, src)) {
-    node->dim = wrap_dim(dim, x.dim(), "scatter");
-    node->index.save(index);
-    set_history(out, std::move(node));
-  }
-  return out;
+  return with_index_history<ScatterBackward>(raw::scatter(x, dim, index, src), "scatter", dim, index, x, src);
 }
 
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, double value) {
   const Tensor src = raw::expand(value_like(x, value, "scatter"), index.shape());
-  Tensor out = raw::scatter(x, dim, index, src);
-  if (auto node = make_node<ScatterBackward>(x)) {
-    node->dim = wrap_dim(dim, x.dim(), "scatter");
-    node->index.save(index);
-    set_history(out, std::move(node));
-  }
-  return out;
+  return with_index_history<ScatterBackward>(raw::scatter(x, dim, index, src), "scatter", dim, index, x);
 }
 
 Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, double alpha) {
@@ -333,13 +335,8 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, G
 }
 
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
-  Tensor out = raw::scatter_add(x, dim, index, src);
-  if (auto node = make_node<ScatterAddBackward>(x, src)) {
-    node->dim = wrap_dim(dim, x.dim(), "scatter_add");
-    node->index.save(index);
-    set_history(out, std::move(node));
-  }
-  return out;
+  return with_index_history<ScatterAddBackward>(raw::scatter_add(x, dim, index, src), "scatter_add", dim, index, x,
+                                                src);
 }
 
 Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, std::string_view reduce,

@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "base/non_copyable.h"
+
 namespace ember::cpu {
 
 // Threads Ember uses, the calling thread included: EMBER_NUM_THREADS if set, else the number of cores.
@@ -30,12 +32,10 @@ bool can_parallelize();
 
 // Marks the calling thread as one whose ops run serially (a data-loader worker: it must not start a team of
 // its own next to the training thread's), for the lifetime of the object.
-class SerialThisThread {
+class SerialThisThread : NonCopyable {
  public:
   SerialThisThread();
   ~SerialThisThread();
-  SerialThisThread(const SerialThisThread&) = delete;
-  SerialThisThread& operator=(const SerialThisThread&) = delete;
 
  private:
   bool previous_;
@@ -44,13 +44,11 @@ class SerialThisThread {
 // oneDNN (Debian's build runs on OpenMP) sizes its regions from the calling thread's OpenMP setting, which
 // gemm() keeps at 1 for OpenBLAS: an OpenMpTeam makes it num_threads() (1 where can_parallelize() is false)
 // for its lifetime. Convolutions still run oneDNN's fork-join regions inside it.
-class OpenMpTeam {
+class OpenMpTeam : NonCopyable {
  public:
   OpenMpTeam();
   ~OpenMpTeam();
   static int size();  // the calling thread's OpenMP team size now (omp_get_max_threads)
-  OpenMpTeam(const OpenMpTeam&) = delete;
-  OpenMpTeam& operator=(const OpenMpTeam&) = delete;
 
  private:
   int previous_;

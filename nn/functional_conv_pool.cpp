@@ -14,6 +14,23 @@
 namespace ember::nn::functional {
 namespace {
 
+// A 1-D op (conv1d, conv_transpose1d) run as its 2-D one (op2d) over [N, C, 1, L] (or [C, 1, L]) with the
+// weight as [*, *, 1, K]: the unit height adds no padding, stride or dilation. op2d's messages speak of the
+// 4-D views, so its errors are prefixed with the op that was called.
+template <typename Op2d>
+Tensor as_unit_height(const char* op, const char* weight_shape, const char* op2d_name, const Tensor& input,
+                      const Tensor& weight, Op2d op2d) {
+  EMBER_CHECK(input.dim() == 2 || input.dim() == 3, op, ": expected input [N, C, L] or [C, L], got shape ",
+              input.shape());
+  EMBER_CHECK(weight.dim() == 3, op, ": weight must be ", weight_shape, ", got shape ", weight.shape());
+  const int64_t h_dim = input.dim() - 1;
+  try {
+    return op2d(input.unsqueeze(h_dim), weight.unsqueeze(2)).squeeze(h_dim);
+  } catch (const Error& e) {
+    throw Error(std::string(op) + " (as " + op2d_name + " over [N, C, 1, L]): " + e.what());
+  }
+}
+
 using autograd::SavedTensor;
 
 // 3-D inputs are one unbatched image: run as a batch of one, then drop the batch dim again.
@@ -340,21 +357,14 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor&
 }
 
 Tensor conv_transpose1d(const Tensor& input, const Tensor& weight, const Tensor& bias, const ConvTranspose1dOptions& o) {
-  EMBER_CHECK(input.dim() == 2 || input.dim() == 3, "conv_transpose1d: expected input [N, C, L] or [C, L], got shape ",
-              input.shape());
-  EMBER_CHECK(weight.dim() == 3, "conv_transpose1d: weight must be [C_in, C_out/groups, K], got shape ", weight.shape());
   ConvTranspose2dOptions o2;
   o2.stride({1, o.stride()[0]})
       .padding({0, o.padding()[0]})
       .output_padding({0, o.output_padding()[0]})
       .dilation({1, o.dilation()[0]})
       .groups(o.groups());
-  const int64_t h_dim = input.dim() - 1;
-  try {
-    return conv_transpose2d(input.unsqueeze(h_dim), weight.unsqueeze(2), bias, o2).squeeze(h_dim);
-  } catch (const Error& e) {
-    throw Error(std::string("conv_transpose1d (as conv_transpose2d over [N, C, 1, L]): ") + e.what());
-  }
+  return as_unit_height("conv_transpose1d", "[C_in, C_out/groups, K]", "conv_transpose2d", input, weight,
+                        [&](const Tensor& x, const Tensor& w) { return conv_transpose2d(x, w, bias, o2); });
 }
 
 namespace {
@@ -500,20 +510,12 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, con
 // conv1d is conv2d on [N, C, 1, L] with a [O, C/groups, 1, K] weight: the unit height adds no padding,
 // stride or dilation, so the output is [N, O, 1, OL] and the backward is conv2d's.
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv1dOptions& o) {
-  EMBER_CHECK(input.dim() == 2 || input.dim() == 3, "conv1d: expected input [N, C, L] or [C, L], got shape ",
-              input.shape());
-  EMBER_CHECK(weight.dim() == 3, "conv1d: weight must be [O, C/groups, K], got shape ", weight.shape());
   Conv2dOptions o2;
   o2.stride({1, o.stride()[0]}).padding({0, o.padding()[0]}).dilation({1, o.dilation()[0]}).groups(o.groups());
   if (o.padding().is_same()) o2.padding(nn::kSame);  // the unit height needs none either way
   if (o.padding().is_valid()) o2.padding(nn::kValid);
-  const int64_t h_dim = input.dim() - 1;  // [N, C, 1, L] or [C, 1, L]
-  try {
-    return conv2d(input.unsqueeze(h_dim), weight.unsqueeze(2), bias, o2).squeeze(h_dim);
-  } catch (const Error& e) {
-    // conv2d's messages speak of the 4-D views; say which op was called.
-    throw Error(std::string("conv1d (as conv2d over [N, C, 1, L]): ") + e.what());
-  }
+  return as_unit_height("conv1d", "[O, C/groups, K]", "conv2d", input, weight,
+                        [&](const Tensor& x, const Tensor& w) { return conv2d(x, w, bias, o2); });
 }
 
 Tensor max_pool2d(const Tensor& x, const Pool2dOptions& options) { return pool2d(PoolOp::max, x, options, "max_pool2d").first; }

@@ -53,11 +53,27 @@ struct NormBackward : autograd::Node {
   }
 };
 
-std::shared_ptr<NormBackward> norm_node(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+std::shared_ptr<NormBackward> norm_inputs_node(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   if (weight.defined() && bias.defined()) return autograd::make_node<NormBackward>(x, weight, bias);
   if (weight.defined()) return autograd::make_node<NormBackward>(x, weight);
   if (bias.defined()) return autograd::make_node<NormBackward>(x, bias);
   return autograd::make_node<NormBackward>(x);
+}
+
+// The node of a norm over `input` (and the weight and bias that are defined), where one is needed; it saves
+// the contiguous input x, the weight w and the statistics.
+std::shared_ptr<NormBackward> norm_node(const Tensor& input, const Tensor& weight, const Tensor& bias, bool batch,
+                                        const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& invstd) {
+  auto node = norm_inputs_node(input, weight, bias);
+  if (!node) return nullptr;
+  node->batch = batch;
+  node->has_weight = weight.defined();
+  node->has_bias = bias.defined();
+  node->x.save(x);
+  if (w.defined()) node->weight.save(w);
+  node->mean.save(mean);
+  node->invstd.save(invstd);
+  return node;
 }
 
 void check_param(const Tensor& p, const Tensor& x, const Shape& shape, const char* op, const char* what) {
@@ -67,6 +83,16 @@ void check_param(const Tensor& p, const Tensor& x, const Shape& shape, const cha
               dtype_name(x.dtype()), ", got ", p.shape(), " ", dtype_name(p.dtype()));
 }
 
+// The per-channel tensors of batch_norm and instance_norm: each undefined or [C] (C = input.size(1)).
+void check_channel_params(const char* op, const Tensor& input, const Tensor& weight, const Tensor& bias,
+                          const Tensor& running_mean, const Tensor& running_var) {
+  const Shape per_channel{input.size(1)};
+  check_param(weight, input, per_channel, op, "weight");
+  check_param(bias, input, per_channel, op, "bias");
+  check_param(running_mean, input, per_channel, op, "running_mean");
+  check_param(running_var, input, per_channel, op, "running_var");
+}
+
 }  // namespace
 
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
@@ -74,11 +100,7 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
   EMBER_CHECK(input.dim() >= 2, "batch_norm: expected input [N, C] or [N, C, *], got shape ", input.shape());
   EMBER_CHECK(is_floating(input.dtype()), "batch_norm: needs a floating input, got ", dtype_name(input.dtype()));
   const int64_t N = input.size(0), C = input.size(1);
-  const Shape per_channel{C};
-  check_param(weight, input, per_channel, "batch_norm", "weight");
-  check_param(bias, input, per_channel, "batch_norm", "bias");
-  check_param(running_mean, input, per_channel, "batch_norm", "running_mean");
-  check_param(running_var, input, per_channel, "batch_norm", "running_var");
+  check_channel_params("batch_norm", input, weight, bias, running_mean, running_var);
   EMBER_CHECK(training || (running_mean.defined() && running_var.defined()),
               "batch_norm: eval mode needs running_mean and running_var");
   const Tensor x = raw::contiguous(input).view({N, C, -1});
@@ -99,15 +121,8 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
     }
   }
   y = raw::view(y, input.shape());
-  if (auto node = norm_node(input, weight, bias)) {
-    node->batch = true;
+  if (auto node = norm_node(input, weight, bias, /*batch=*/true, x, weight, mean, invstd)) {
     node->training = training;
-    node->has_weight = weight.defined();
-    node->has_bias = bias.defined();
-    node->x.save(x);
-    if (weight.defined()) node->weight.save(weight);
-    node->mean.save(mean);
-    node->invstd.save(invstd);
     autograd::set_history(y, std::move(node));
   }
   return y;
@@ -132,16 +147,8 @@ Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tens
   TensorArg wa, ba;
   backend(x.device()).layer_norm_forward(x.arg(), opt(w, wa), opt(b, ba), y.arg(), mean.arg(), invstd.arg(), eps);
   y = raw::view(y, input.shape());
-  if (auto node = norm_node(input, weight, bias)) {
-    node->batch = false;
-    node->has_weight = weight.defined();
-    node->has_bias = bias.defined();
-    node->x.save(x);
-    if (w.defined()) node->weight.save(w);
-    node->mean.save(mean);
-    node->invstd.save(invstd);
+  if (auto node = norm_node(input, weight, bias, /*batch=*/false, x, w, mean, invstd))
     autograd::set_history(y, std::move(node));
-  }
   return y;
 }
 
@@ -184,11 +191,7 @@ Tensor instance_norm(const Tensor& input, const Tensor& running_mean, const Tens
   EMBER_CHECK(use_input_stats || (running_mean.defined() && running_var.defined()),
               "instance_norm: use_input_stats = false (eval) needs running_mean and running_var");
   const int64_t N = input.size(0), C = input.size(1);
-  const Shape per_channel{C};
-  check_param(weight, input, per_channel, "instance_norm", "weight");
-  check_param(bias, input, per_channel, "instance_norm", "bias");
-  check_param(running_mean, input, per_channel, "instance_norm", "running_mean");
-  check_param(running_var, input, per_channel, "instance_norm", "running_var");
+  check_channel_params("instance_norm", input, weight, bias, running_mean, running_var);
   if (use_input_stats) {
     int64_t spatial = 1;
     for (int64_t d = 2; d < input.dim(); ++d) spatial *= input.size(d);

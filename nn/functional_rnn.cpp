@@ -55,6 +55,13 @@ struct GruCellBackward : autograd::Node {
   }
 };
 
+// The previous state of a cell (lstm_cell's c_prev, gru_cell's h_prev): a floating [B, H] tensor.
+void check_state(const char* op, const char* name, const Tensor& t) {
+  EMBER_CHECK(t.defined() && t.dim() == 2, op, ": ", name, " must be [B, H], got ",
+              t.defined() ? t.shape().str() : std::string("an undefined tensor"));
+  EMBER_CHECK(is_floating(t.dtype()), op, ": needs floating tensors, got ", name, " ", dtype_name(t.dtype()));
+}
+
 // Checks that `t` is a floating [B, width] tensor of ref's dtype and device.
 void check_cell_tensor(const char* op, const char* name, const Tensor& t, const Tensor& ref, int64_t B, int64_t width) {
   EMBER_CHECK(t.defined(), op, ": ", name, " is undefined");
@@ -69,9 +76,7 @@ void check_cell_tensor(const char* op, const char* name, const Tensor& t, const 
 
 std::pair<Tensor, Tensor> lstm_cell_pointwise(const Tensor& gates, const Tensor& c_prev) {
   const char* op = "lstm_cell";
-  EMBER_CHECK(c_prev.defined() && c_prev.dim() == 2, op, ": c_prev must be [B, H], got ",
-              c_prev.defined() ? c_prev.shape().str() : std::string("an undefined tensor"));
-  EMBER_CHECK(is_floating(c_prev.dtype()), op, ": needs floating tensors, got c_prev ", dtype_name(c_prev.dtype()));
+  check_state(op, "c_prev", c_prev);
   const int64_t B = c_prev.size(0), H = c_prev.size(1);
   check_cell_tensor(op, "gates (the 4 gates i, f, g, o of each row)", gates, c_prev, B, 4 * H);
   const Tensor a = raw::contiguous(gates), cp = raw::contiguous(c_prev);
@@ -90,9 +95,7 @@ std::pair<Tensor, Tensor> lstm_cell_pointwise(const Tensor& gates, const Tensor&
 
 Tensor gru_cell_pointwise(const Tensor& input_gates, const Tensor& hidden_gates, const Tensor& h_prev) {
   const char* op = "gru_cell";
-  EMBER_CHECK(h_prev.defined() && h_prev.dim() == 2, op, ": h_prev must be [B, H], got ",
-              h_prev.defined() ? h_prev.shape().str() : std::string("an undefined tensor"));
-  EMBER_CHECK(is_floating(h_prev.dtype()), op, ": needs floating tensors, got h_prev ", dtype_name(h_prev.dtype()));
+  check_state(op, "h_prev", h_prev);
   const int64_t B = h_prev.size(0), H = h_prev.size(1);
   check_cell_tensor(op, "input_gates (x·W_ihᵀ + b_ih: r, z, n)", input_gates, h_prev, B, 3 * H);
   check_cell_tensor(op, "hidden_gates (h·W_hhᵀ + b_hh: r, z, n)", hidden_gates, h_prev, B, 3 * H);

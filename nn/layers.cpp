@@ -85,11 +85,12 @@ const char* padding_mode_name(PaddingMode m) {
   return "?";
 }
 
-// A Conv module with padding_mode other than zeros, as PyTorch's _conv_forward: F::pad by
-// _reversed_padding_repeated_twice (same: total dilation·(K-1), the left half ⌊total/2⌋), then an unpadded
-// convolution. Unbatched inputs are padded as a batch of one.
+// A Conv module's forward, as PyTorch's _conv_forward: with padding_mode zeros conv itself; with another mode
+// F::pad by _reversed_padding_repeated_twice (same: total dilation·(K-1), the left half ⌊total/2⌋), then an
+// unpadded convolution. Unbatched inputs are padded as a batch of one.
 template <size_t D, typename Conv>
-Tensor padded_conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvOptions<D>& o, Conv conv) {
+Tensor conv_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvOptions<D>& o, Conv conv) {
+  if (o.padding_mode() == PaddingMode::zeros) return conv(x, weight, bias, o);
   std::vector<int64_t> pads;
   for (size_t r = 0; r < D; ++r) {
     const size_t d = D - 1 - r;
@@ -163,10 +164,7 @@ Conv2d::Conv2d(const Conv2dOptions& o, Generator* gen) : options(o) {
 
 Tensor Conv2d::forward(const Tensor& x) {
   check_input_dtype(x, weight);
-  if (options.padding_mode() == PaddingMode::zeros) return functional::conv2d(x, weight, bias, options);
-  return padded_conv<2>(x, weight, bias, options, [](const Tensor& a, const Tensor& w, const Tensor& b, const Conv2dOptions& o) {
-    return functional::conv2d(a, w, b, o);
-  });
+  return conv_forward<2>(x, weight, bias, options, [](const auto&... a) { return functional::conv2d(a...); });
 }
 
 std::string Conv2d::describe() const {
@@ -191,10 +189,7 @@ Conv1d::Conv1d(const Conv1dOptions& o, Generator* gen) : options(o) {
 
 Tensor Conv1d::forward(const Tensor& x) {
   check_input_dtype(x, weight);
-  if (options.padding_mode() == PaddingMode::zeros) return functional::conv1d(x, weight, bias, options);
-  return padded_conv<1>(x, weight, bias, options, [](const Tensor& a, const Tensor& w, const Tensor& b, const Conv1dOptions& o) {
-    return functional::conv1d(a, w, b, o);
-  });
+  return conv_forward<1>(x, weight, bias, options, [](const auto&... a) { return functional::conv1d(a...); });
 }
 
 std::string Conv1d::describe() const {

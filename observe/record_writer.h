@@ -6,18 +6,18 @@
 #include <string>
 #include <string_view>
 
+#include "base/non_copyable.h"
+
 namespace ember::observe {
 
 // The 12 + n + 4 bytes of one record holding `data`.
 std::string frame_record(std::string_view data);
 
-class RecordWriter {
+class RecordWriter : NonCopyable {
  public:
   // Creates (truncates) `path`. Throws ember::Error naming the file and the reason when it cannot.
   explicit RecordWriter(const std::string& path);
   ~RecordWriter();
-  RecordWriter(const RecordWriter&) = delete;
-  RecordWriter& operator=(const RecordWriter&) = delete;
 
   void write(std::string_view data);  // throws ember::Error when the write fails (disk full...)
   void flush();                       // likewise

@@ -26,6 +26,13 @@ std::vector<LrLambda> lambdas_for(const char* who, const Optimizer& optimizer, s
   return lambdas;
 }
 
+// Each base learning rate times `factor`: the closed form of every multiplicative schedule.
+std::vector<double> scaled(const std::vector<double>& base_lrs, double factor) {
+  std::vector<double> lrs;
+  for (double base : base_lrs) lrs.push_back(base * factor);
+  return lrs;
+}
+
 }  // namespace
 
 // ---- LRScheduler ----
@@ -134,9 +141,7 @@ std::vector<double> StepLR::get_lr() {
 }
 
 std::vector<double> StepLR::closed_form_lr() {
-  std::vector<double> lrs;
-  for (double base : base_lrs_) lrs.push_back(base * std::pow(gamma_, static_cast<double>(last_epoch_ / step_size_)));
-  return lrs;
+  return scaled(base_lrs_, std::pow(gamma_, static_cast<double>(last_epoch_ / step_size_)));
 }
 
 MultiStepLR::MultiStepLR(Optimizer& optimizer, std::vector<int64_t> milestones, double gamma)
@@ -161,9 +166,7 @@ std::vector<double> MultiStepLR::get_lr() {
 
 std::vector<double> MultiStepLR::closed_form_lr() {
   const auto passed = std::upper_bound(milestones_.begin(), milestones_.end(), last_epoch_) - milestones_.begin();
-  std::vector<double> lrs;
-  for (double base : base_lrs_) lrs.push_back(base * std::pow(gamma_, static_cast<double>(passed)));
-  return lrs;
+  return scaled(base_lrs_, std::pow(gamma_, static_cast<double>(passed)));
 }
 
 ExponentialLR::ExponentialLR(Optimizer& optimizer, double gamma) : LRScheduler(optimizer, "ExponentialLR"), gamma_(gamma) {
@@ -179,9 +182,7 @@ std::vector<double> ExponentialLR::get_lr() {
 }
 
 std::vector<double> ExponentialLR::closed_form_lr() {
-  std::vector<double> lrs;
-  for (double base : base_lrs_) lrs.push_back(base * std::pow(gamma_, static_cast<double>(last_epoch_)));
-  return lrs;
+  return scaled(base_lrs_, std::pow(gamma_, static_cast<double>(last_epoch_)));
 }
 
 CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double eta_min)
@@ -267,9 +268,7 @@ std::vector<double> ConstantLR::get_lr() {
 
 std::vector<double> ConstantLR::closed_form_lr() {
   const double after = last_epoch_ >= total_iters_ ? 1.0 : 0.0;  // Python's bool·float
-  std::vector<double> lrs;
-  for (double base : base_lrs_) lrs.push_back(base * (factor_ + after * (1 - factor_)));
-  return lrs;
+  return scaled(base_lrs_, factor_ + after * (1 - factor_));
 }
 
 LinearLR::LinearLR(Optimizer& optimizer, double start_factor, double end_factor, int64_t total_iters)
@@ -295,9 +294,7 @@ std::vector<double> LinearLR::get_lr() {
 
 std::vector<double> LinearLR::closed_form_lr() {
   const double t = static_cast<double>(std::min(total_iters_, last_epoch_)), T = static_cast<double>(total_iters_);
-  std::vector<double> lrs;
-  for (double base : base_lrs_) lrs.push_back(base * (start_factor_ + (end_factor_ - start_factor_) * t / T));
-  return lrs;
+  return scaled(base_lrs_, start_factor_ + (end_factor_ - start_factor_) * t / T);
 }
 
 PolynomialLR::PolynomialLR(Optimizer& optimizer, int64_t total_iters, double power)
@@ -318,9 +315,7 @@ std::vector<double> PolynomialLR::get_lr() {
 
 std::vector<double> PolynomialLR::closed_form_lr() {
   const double t = static_cast<double>(std::min(total_iters_, last_epoch_)), T = static_cast<double>(total_iters_);
-  std::vector<double> lrs;
-  for (double base : base_lrs_) lrs.push_back(base * std::pow(1.0 - t / T, power_));
-  return lrs;
+  return scaled(base_lrs_, std::pow(1.0 - t / T, power_));
 }
 
 }  // namespace ember::optim

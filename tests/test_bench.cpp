@@ -47,6 +47,13 @@ json report(const Result& r) {
   return json::parse(r.output.substr(0, end + 2));
 }
 
+// The report of a two-step CPU run of the config file `cfg` (no warmup), which must succeed.
+json two_cpu_steps(const test::Scratch& s, const std::string& cfg) {
+  const Result r = bench(s, "--config " + cfg + " --device cpu --steps 2 --warmup 0 --json");
+  EXPECT_EQ(r.rc, 0) << r.output;
+  return report(r);
+}
+
 // Device::parse's reason for refusing "cuda", or empty when this machine and build can use it.
 std::string cuda_refusal() {
   try {
@@ -128,9 +135,7 @@ TEST(Bench, IdxDatasetShapeComesFromItsFiles) {
       ", train_labels: " + labels + ", test_images: " + images + ", test_labels: " + labels +
       ", batch_size: 4}\n"
       "model: [{type: flatten}, {type: linear, out_features: 3}]\noptimizer: {type: sgd, lr: 0.1}\n");
-  const Result r = bench(s, "--config " + cfg + " --device cpu --steps 2 --warmup 0 --json");
-  ASSERT_EQ(r.rc, 0) << r.output;
-  const json j = report(r);
+  const json j = two_cpu_steps(s, cfg);
   EXPECT_EQ(j.at("sample_shape"), json::parse("[1, 6, 5]"));
   EXPECT_EQ(j.at("classes"), 3);
   EXPECT_EQ(j.at("devices")[0].at("steps_run"), 2);
@@ -146,9 +151,7 @@ TEST(Bench, LanguageModelOnTokenIds) {
   const std::string cfg = s.write("cfg.yaml", "epochs: 1\ntask: language_model\ndata: {path: " + corpus +
       ", context: 8, batch_size: 4}\nmodel: [{type: embedding, embedding_dim: 8}, {type: linear, out_features: 4}]\n"
       "optimizer: {type: sgd, lr: 0.1}\n");
-  const Result r = bench(s, "--config " + cfg + " --device cpu --steps 2 --warmup 0 --json");
-  ASSERT_EQ(r.rc, 0) << r.output;
-  const json j = report(r);
+  const json j = two_cpu_steps(s, cfg);
   EXPECT_EQ(j.at("sample_shape"), json::parse("[8]"));
   EXPECT_EQ(j.at("classes"), 4);
   const double loss = j.at("devices")[0].at("final_loss").get<double>();

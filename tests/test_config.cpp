@@ -447,3 +447,26 @@ TEST(Config, EveryChoiceOfTheFactoryTablesBuilds) {
   EXPECT_TRUE(test::throws_error([&] { make_transforms(bad.data, true); },
                                  {"data.transforms type: unknown value 'blur'", "normalize, random_crop"}));
 }
+
+// Section's lists: one scalar is a list of one; a bad item, a bad scalar, a map and a missing key are each
+// named in the error, with the range the items must be in.
+TEST(YamlSection, ListsOfNumbersAndIntegers) {
+  const Origins origins{.file = "cfg.yaml"};
+  Section s(YAML::Load("a: [1, 2.5]\nb: 3\nc: [1, x]\nd: {k: 1}\ne: [1, -2]\nf: y\n"), "", origins);
+  EXPECT_EQ(s.numbers("a", std::nullopt), (std::vector<double>{1, 2.5}));
+  EXPECT_EQ(s.numbers("b", std::nullopt), (std::vector<double>{3}));
+  EXPECT_EQ(s.integers("b", std::nullopt), (std::vector<int64_t>{3}));
+  EXPECT_EQ(s.integers("z", std::vector<int64_t>{7, 8}), (std::vector<int64_t>{7, 8}));
+  const auto positive = [](auto v) { return v > 0; };
+  EXPECT_TRUE(test::throws_error([&] { s.numbers("c", std::nullopt); }, {"c: expected a list of finite numbers, got the item 'x'"}));
+  EXPECT_TRUE(test::throws_error([&] { s.integers("a", std::nullopt); }, {"a: expected a list of integers, got the item '2.5'"}));
+  EXPECT_TRUE(test::throws_error([&] { s.integers("d", std::nullopt, positive, "> 0"); },
+                                 {"d: expected a list of integers > 0, got a map"}));
+  EXPECT_TRUE(test::throws_error([&] { s.integers("e", std::nullopt, positive, "> 0"); },
+                                 {"e: expected a list of integers > 0, got the item '-2'"}));
+  EXPECT_TRUE(test::throws_error([&] { s.numbers("f", std::nullopt, positive, "> 0"); },
+                                 {"f: expected a list of finite numbers > 0 (or one of them), got 'y'"}));
+  EXPECT_TRUE(test::throws_error([&] { s.numbers("z", std::nullopt, positive, "> 0"); },
+                                 {"z: missing required key (a list of numbers > 0)"}));
+  EXPECT_TRUE(test::throws_error([&] { s.integers("z", std::nullopt); }, {"z: missing required key (a list of integers )"}));
+}

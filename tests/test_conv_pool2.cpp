@@ -97,28 +97,30 @@ TEST(Pad, Constant) {
   check_x("pad_const_crop_all", [](const Tensor& x) { return F::pad(x, {-2, -1}); });
 }
 
+// Each golden case NAME pads its x by `pad` in mode m.
+void check_pads(F::PadMode m, const std::vector<std::pair<const char*, std::vector<int64_t>>>& cases) {
+  for (const auto& [name, pad] : cases) check_x(name, [&](const Tensor& x) { return F::pad(x, pad_opts(pad, m)); });
+}
+
 TEST(Pad, Reflect) {
-  const auto m = F::PadMode::reflect;
-  check_x("pad_reflect_1d", [&](const Tensor& x) { return F::pad(x, pad_opts({2, 3}, m)); });
-  check_x("pad_reflect_2d", [&](const Tensor& x) { return F::pad(x, pad_opts({1, 2, 3, 0}, m)); });
-  check_x("pad_reflect_neg", [&](const Tensor& x) { return F::pad(x, pad_opts({-1, 3}, m)); });
-  check_x("pad_reflect_3d", [&](const Tensor& x) { return F::pad(x, pad_opts({1, 1, 2, 0, 1, 2}, m)); });
-  check_x("pad_reflect_unbatched", [&](const Tensor& x) { return F::pad(x, pad_opts({2, 1}, m)); });
+  check_pads(F::PadMode::reflect, {{"pad_reflect_1d", {2, 3}},
+                                   {"pad_reflect_2d", {1, 2, 3, 0}},
+                                   {"pad_reflect_neg", {-1, 3}},
+                                   {"pad_reflect_3d", {1, 1, 2, 0, 1, 2}},
+                                   {"pad_reflect_unbatched", {2, 1}}});
 }
 
 TEST(Pad, Replicate) {
-  const auto m = F::PadMode::replicate;
-  check_x("pad_replicate_2d", [&](const Tensor& x) { return F::pad(x, pad_opts({2, 1, 0, 3}, m)); });
-  check_x("pad_replicate_neg", [&](const Tensor& x) { return F::pad(x, pad_opts({-2, 3}, m)); });
-  check_x("pad_replicate_3d_unbatched", [&](const Tensor& x) { return F::pad(x, pad_opts({1, 0, 2, 1, 0, 1}, m)); });
+  check_pads(F::PadMode::replicate, {{"pad_replicate_2d", {2, 1, 0, 3}},
+                                     {"pad_replicate_neg", {-2, 3}},
+                                     {"pad_replicate_3d_unbatched", {1, 0, 2, 1, 0, 1}}});
 }
 
 TEST(Pad, Circular) {
-  const auto m = F::PadMode::circular;
-  check_x("pad_circular_1d", [&](const Tensor& x) { return F::pad(x, pad_opts({2, 3}, m)); });
-  check_x("pad_circular_2d", [&](const Tensor& x) { return F::pad(x, pad_opts({1, 2, 3, 1}, m)); });
-  check_x("pad_circular_neg", [&](const Tensor& x) { return F::pad(x, pad_opts({-2, 3}, m)); });
-  check_x("pad_circular_3d", [&](const Tensor& x) { return F::pad(x, pad_opts({1, 1, 1, 2, 2, 0}, m)); });
+  check_pads(F::PadMode::circular, {{"pad_circular_1d", {2, 3}},
+                                    {"pad_circular_2d", {1, 2, 3, 1}},
+                                    {"pad_circular_neg", {-2, 3}},
+                                    {"pad_circular_3d", {1, 1, 1, 2, 2, 0}}});
 }
 
 TEST(Pad, Errors) {

@@ -119,6 +119,21 @@ TEST(IdxDataset, AnEmptyFilePairIsAnEmptyDataset) {
 
 // --- IDX errors: each names the file and what is wrong ---------------------------------------------------
 
+// Each case (what, message): its file, written by write(path, case), makes load(path, case) throw an error
+// naming the path and every piece of the case's message.
+template <typename Case, typename Write, typename Load>
+void expect_each_rejected(const std::vector<Case>& cases, const char* file, Write write, Load load) {
+  TempDir dir;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    const std::string path = dir.file(file);
+    write(path, c);
+    std::vector<std::string> pieces = c.message;
+    pieces.push_back(path);
+    expect_error([&] { load(path, c); }, pieces);
+  }
+}
+
 struct BadIdx {
   const char* what;
   std::vector<uint8_t> bytes;
@@ -140,15 +155,8 @@ TEST(IdxErrors, MalformedFilesAreClearErrors) {
        {"dims [3, 0, 4294836221, 4294901244]", "the nonzero dims multiply to more than 2^63 - 1"}},
       {"int32 short", idx_bytes(0x0C, {2}, {0, 0, 0, 1, 0, 0}), {"truncated", "int32 (0x0C)"}},
   };
-  TempDir dir;
-  for (const BadIdx& c : cases) {
-    SCOPED_TRACE(c.what);
-    const std::string path = dir.file("bad");
-    write_bytes(path, c.bytes);
-    std::vector<std::string> pieces = c.message;
-    pieces.push_back(path);
-    expect_error([&] { data::load_idx(path); }, pieces);
-  }
+  expect_each_rejected(cases, "bad", [](const std::string& path, const BadIdx& c) { write_bytes(path, c.bytes); },
+                       [](const std::string& path, const BadIdx&) { data::load_idx(path); });
 }
 
 TEST(IdxErrors, MissingFileSaysItCannotOpen) {
@@ -348,14 +356,7 @@ TEST(CsvErrors, NameTheLineAndColumn) {
       {"bad data line without header", "1,2\n3\n", {":2: 1 fields, expected 2 as on the first line"},
        {.label_column = "0"}},
   };
-  TempDir dir;
-  for (const BadCsv& c : cases) {
-    SCOPED_TRACE(c.what);
-    const std::string path = dir.file("bad.csv");
-    write_text(path, c.text);
-    std::vector<std::string> pieces = c.message;
-    pieces.push_back(path);
-    expect_error([&] { data::CsvDataset ds(path, c.options); }, pieces);
-  }
+  expect_each_rejected(cases, "bad.csv", [](const std::string& path, const BadCsv& c) { write_text(path, c.text); },
+                       [](const std::string& path, const BadCsv& c) { data::CsvDataset ds(path, c.options); });
   expect_error([] { data::CsvDataset ds("/nonexistent/x.csv"); }, {"/nonexistent/x.csv", "cannot open"});
 }

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "backends/kernels.h"
+#include "golden_rows.h"
 #include "test_helpers.h"
 
 namespace ember {
@@ -25,13 +26,7 @@ using test::throws_error;
 constexpr const char* kFile = "index_golden.safetensors";
 
 // --- golden values from PyTorch: forward and gradients, f32 and f64 --------------------------------------------
-// c(name) is a constant operand of the case (its mask or index).
-using Const = std::function<Tensor(const char*)>;
-struct GoldenCase {
-  const char* name;
-  bool has_s;  // a second differentiable input
-  std::function<Tensor(const Tensor& x, const Tensor& s, const Const& c)> op;
-};
+using GoldenCase = test::IndexGoldenCase;
 
 const std::vector<GoldenCase>& golden_cases() {
   static const std::vector<GoldenCase> cases = {
@@ -61,31 +56,12 @@ class IndexGolden : public ::testing::TestWithParam<std::tuple<size_t, DType>> {
 
 TEST_P(IndexGolden, ForwardAndGradients) {
   const auto [row, dtype] = GetParam();
-  const GoldenCase& c = golden_cases()[row];
-  const std::string key = std::string(c.name) + (dtype == DType::f32 ? ".f32." : ".f64.");
-  Tensor x = golden(kFile, key + "x").clone().requires_grad_();
-  Tensor s = c.has_s ? golden(kFile, key + "s").clone().requires_grad_() : Tensor();
-  ASSERT_EQ(x.dtype(), dtype);
-  const Const constant = [&](const char* what) { return golden(kFile, std::string(c.name) + "." + what); };
-  const Tensor y = c.op(x, s, constant);
-  ASSERT_EQ(y.dtype(), dtype) << c.name;
-  (y * golden(kFile, key + "r")).sum().backward();
   // Pure data movement is exact; index_add's repeated indices add in PyTorch's order, up to an ulp.
-  const double rtol = dtype == DType::f32 ? 1e-6 : 1e-14, atol = rtol;
-  EXPECT_LE(test::golden_mismatch(y, golden(kFile, key + "y"), rtol, atol), 1.0) << c.name << " forward";
-  EXPECT_LE(test::golden_mismatch(x.grad(), golden(kFile, key + "gx"), rtol, atol), 1.0) << c.name << " gradient of x";
-  if (c.has_s) {
-    EXPECT_LE(test::golden_mismatch(s.grad(), golden(kFile, key + "gs"), rtol, atol), 1.0) << c.name << " gradient of s";
-  }
+  test::check_index_golden(kFile, golden_cases()[row], dtype, dtype == DType::f32 ? 1e-6 : 1e-14);
 }
 
-INSTANTIATE_TEST_SUITE_P(, IndexGolden,
-                         ::testing::Combine(::testing::Range<size_t>(0, golden_cases().size()),
-                                            ::testing::Values(DType::f32, DType::f64)),
-                         [](const auto& info) {
-                           return std::string(golden_cases()[std::get<0>(info.param)].name) + "_" +
-                                  std::string(dtype_name(std::get<1>(info.param)));
-                         });
+INSTANTIATE_TEST_SUITE_P(, IndexGolden, test::golden_rows(golden_cases().size()),
+                         test::golden_row_name([](size_t row) { return golden_cases()[row].name; }));
 
 // Same dtype and shape; integers equal, floating values within an ulp or two (PyTorch's vectorised arange
 // adds j·step to a per-vector base, Ember start + i·step: the last bit may differ).

@@ -9,6 +9,7 @@
 
 #include "autograd/gradcheck.h"
 #include "backends/cpu/cpu_backend.h"
+#include "golden_rows.h"
 #include "test_helpers.h"
 
 namespace ember {
@@ -24,14 +25,8 @@ namespace F = nn::functional;
 
 constexpr const char* kFile = "index_golden.safetensors";
 
-bool golden_file_has(const std::string& name) { return test::golden_file(kFile).find(name) != nullptr; }
-
-using Const = std::function<Tensor(const char*)>;
-struct GoldenCase {
-  const char* name;
-  bool has_s;
-  std::function<Tensor(Tensor& x, const Tensor& s, const Const& c)> op;
-};
+using Const = test::GoldenConst;
+using GoldenCase = test::IndexGoldenCase;
 
 Tensor reduce_case(Tensor& x, const Tensor& s, const Const& c, const char* reduce, bool include_self) {
   return x.scatter_reduce(1, c("index"), s, reduce, include_self);
@@ -113,34 +108,12 @@ class Index2Golden : public ::testing::TestWithParam<std::tuple<size_t, DType>> 
 
 TEST_P(Index2Golden, ForwardAndGradients) {
   const auto [row, dtype] = GetParam();
-  const GoldenCase& c = golden_cases()[row];
-  const std::string key = std::string(c.name) + (dtype == DType::f32 ? ".f32." : ".f64.");
-  Tensor x = golden(kFile, key + "x").clone().requires_grad_();
-  Tensor s = c.has_s ? golden(kFile, key + "s").clone().requires_grad_() : Tensor();
-  ASSERT_EQ(x.dtype(), dtype);
-  const Const constant = [&](const char* what) { return golden(kFile, std::string(c.name) + "." + what); };
-  const Tensor y = c.op(x, s, constant);
-  ASSERT_EQ(y.dtype(), dtype) << c.name;
-  (y * golden(kFile, key + "r")).sum().backward();
   // Data movement is exact; sums, products, means and norms may round in another order.
-  const double rtol = dtype == DType::f32 ? 2e-6 : 1e-13, atol = rtol;
-  EXPECT_LE(test::golden_mismatch(y, golden(kFile, key + "y"), rtol, atol), 1.0) << c.name << " forward";
-  EXPECT_LE(test::golden_mismatch(x.grad(), golden(kFile, key + "gx"), rtol, atol), 1.0) << c.name << " gradient of x";
-  if (c.has_s) {
-    EXPECT_LE(test::golden_mismatch(s.grad(), golden(kFile, key + "gs"), rtol, atol), 1.0) << c.name << " gradient of s";
-  }
-  if (golden_file_has(key + "x_after")) {
-    EXPECT_LE(test::golden_mismatch(x, golden(kFile, key + "x_after"), rtol, atol), 1.0) << c.name << " renormalised weight";
-  }
+  test::check_index_golden(kFile, golden_cases()[row], dtype, dtype == DType::f32 ? 2e-6 : 1e-13);
 }
 
-INSTANTIATE_TEST_SUITE_P(, Index2Golden,
-                         ::testing::Combine(::testing::Range<size_t>(0, golden_cases().size()),
-                                            ::testing::Values(DType::f32, DType::f64)),
-                         [](const auto& info) {
-                           return std::string(golden_cases()[std::get<0>(info.param)].name) + "_" +
-                                  std::string(dtype_name(std::get<1>(info.param)));
-                         });
+INSTANTIATE_TEST_SUITE_P(, Index2Golden, test::golden_rows(golden_cases().size()),
+                         test::golden_row_name([](size_t row) { return golden_cases()[row].name; }));
 
 TEST(Index2GoldenExact, IntegerScatterReduce) {
   const Tensor x = golden(kFile, "scatter_reduce_int.x"), s = golden(kFile, "scatter_reduce_int.s");

@@ -17,150 +17,141 @@ using R = F::Reduction;
 
 namespace {
 
-const test::GoldenCases& goldens() {
-  static const test::GoldenCases g("loss_golden.safetensors");
-  return g;
-}
+const test::GoldenCases goldens("loss_golden.safetensors");
 using Inputs = test::GoldenCases::Inputs;
-
-void check_both(const std::string& name, const std::vector<std::string>& inputs, const test::GoldenCases::Op& op,
-                bool grad_check = true) {
-  goldens().check_both(name, inputs, op, grad_check);
-}
-Tensor at(const std::string& name, const char* key) { return goldens().at(name, key); }
 
 }  // namespace
 
 TEST(Losses, SmoothL1AndHuber) {
-  check_both("smooth_l1", {"x", "t"}, [](const Inputs& m, auto&) { return F::smooth_l1_loss(m.at("x"), m.at("t")); });
-  check_both("smooth_l1_beta_none", {"x", "t"}, [](const Inputs& m, auto&) {
+  goldens.check_both("smooth_l1", {"x", "t"}, [](const Inputs& m, auto&) { return F::smooth_l1_loss(m.at("x"), m.at("t")); });
+  goldens.check_both("smooth_l1_beta_none", {"x", "t"}, [](const Inputs& m, auto&) {
     return F::smooth_l1_loss(m.at("x"), m.at("t"), {.reduction = R::none, .beta = 0.5});
   });
-  check_both("smooth_l1_beta0_sum", {"x", "t"}, [](const Inputs& m, auto&) {
+  goldens.check_both("smooth_l1_beta0_sum", {"x", "t"}, [](const Inputs& m, auto&) {
     return F::smooth_l1_loss(m.at("x"), m.at("t"), F::SmoothL1LossFuncOptions().beta(0.0).reduction(R::sum));
   });
-  check_both("huber", {"x", "t"}, [](const Inputs& m, auto&) { return F::huber_loss(m.at("x"), m.at("t")); });
-  check_both("huber_delta_sum", {"x", "t"}, [](const Inputs& m, auto&) {
+  goldens.check_both("huber", {"x", "t"}, [](const Inputs& m, auto&) { return F::huber_loss(m.at("x"), m.at("t")); });
+  goldens.check_both("huber_delta_sum", {"x", "t"}, [](const Inputs& m, auto&) {
     return F::huber_loss(m.at("x"), m.at("t"), F::HuberLossFuncOptions().delta(0.7).reduction(R::sum));
   });
-  check_both("huber_delta_none", {"x", "t"}, [](const Inputs& m, auto&) {
+  goldens.check_both("huber_delta_none", {"x", "t"}, [](const Inputs& m, auto&) {
     return F::huber_loss(m.at("x"), m.at("t"), {.reduction = R::none, .delta = 2.5});
   });
 }
 
 TEST(Losses, KLDivergence) {
-  check_both("kl_batchmean", {"x", "t"}, [](const Inputs& m, auto&) {
+  goldens.check_both("kl_batchmean", {"x", "t"}, [](const Inputs& m, auto&) {
     return F::kl_div(m.at("x"), m.at("t"), {.reduction = F::KLDivReduction::batchmean});
   });
-  check_both("kl_mean", {"x", "t"}, [](const Inputs& m, auto&) { return F::kl_div(m.at("x"), m.at("t")); });
+  goldens.check_both("kl_mean", {"x", "t"}, [](const Inputs& m, auto&) { return F::kl_div(m.at("x"), m.at("t")); });
   // targets with exact zeros contribute 0 (xlogy), not NaN
-  check_both("kl_sum_zeros", {"x"}, [](const Inputs& m, const std::string& n) {
-    return F::kl_div(m.at("x"), at(n, "t"), {.reduction = R::sum});
+  goldens.check_both("kl_sum_zeros", {"x"}, [](const Inputs& m, const std::string& n) {
+    return F::kl_div(m.at("x"), goldens.at(n, "t"), {.reduction = R::sum});
   });
-  check_both("kl_none_log_target", {"x", "t"}, [](const Inputs& m, auto&) {
+  goldens.check_both("kl_none_log_target", {"x", "t"}, [](const Inputs& m, auto&) {
     return F::kl_div(m.at("x"), m.at("t"), F::KLDivFuncOptions().reduction(R::none).log_target(true));
   });
-  check_both("kl_batchmean_log_target", {"x", "t"}, [](const Inputs& m, auto&) {
+  goldens.check_both("kl_batchmean_log_target", {"x", "t"}, [](const Inputs& m, auto&) {
     return F::kl_div(m.at("x"), m.at("t"),
                      F::KLDivFuncOptions().reduction(F::KLDivReduction::batchmean).log_target(true));
   });
 }
 
 TEST(Losses, CosineSimilarityAndPairwiseDistance) {
-  check_both("cos_sim", {"a", "b"}, [](const Inputs& m, auto&) { return F::cosine_similarity(m.at("a"), m.at("b")); });
-  check_both("cos_sim_dim0_bcast", {"a", "b"}, [](const Inputs& m, auto&) {
+  goldens.check_both("cos_sim", {"a", "b"}, [](const Inputs& m, auto&) { return F::cosine_similarity(m.at("a"), m.at("b")); });
+  goldens.check_both("cos_sim_dim0_bcast", {"a", "b"}, [](const Inputs& m, auto&) {
     return F::cosine_similarity(m.at("a"), m.at("b"), F::CosineSimilarityFuncOptions().dim(0).eps(1e-6));
   });
   // ‖a‖ below eps: clamped in value only, the gradient as PyTorch 1.13's (no gradcheck: that is not a derivative)
-  check_both("cos_sim_tiny", {"a", "b"}, [](const Inputs& m, auto&) {
+  goldens.check_both("cos_sim_tiny", {"a", "b"}, [](const Inputs& m, auto&) {
     return F::cosine_similarity(m.at("a"), m.at("b"), {.dim = -1, .eps = 1e-3});
   }, false);
-  check_both("pdist", {"a", "b"}, [](const Inputs& m, auto&) { return F::pairwise_distance(m.at("a"), m.at("b")); });
-  check_both("pdist_p1_keepdim", {"a", "b"}, [](const Inputs& m, auto&) {
+  goldens.check_both("pdist", {"a", "b"}, [](const Inputs& m, auto&) { return F::pairwise_distance(m.at("a"), m.at("b")); });
+  goldens.check_both("pdist_p1_keepdim", {"a", "b"}, [](const Inputs& m, auto&) {
     return F::pairwise_distance(m.at("a"), m.at("b"), {.p = 1.0, .eps = 1e-3, .keepdim = true});
   });
-  check_both("pdist_p3", {"a", "b"}, [](const Inputs& m, auto&) {
+  goldens.check_both("pdist_p3", {"a", "b"}, [](const Inputs& m, auto&) {
     return F::pairwise_distance(m.at("a"), m.at("b"), F::PairwiseDistanceFuncOptions().p(3.0));
   });
 }
 
 TEST(Losses, EmbeddingAndRankingLosses) {
-  check_both("cos_emb", {"a", "b"}, [](const Inputs& m, const std::string& n) {
-    return F::cosine_embedding_loss(m.at("a"), m.at("b"), at(n, "t"), {.margin = 0.2});
+  goldens.check_both("cos_emb", {"a", "b"}, [](const Inputs& m, const std::string& n) {
+    return F::cosine_embedding_loss(m.at("a"), m.at("b"), goldens.at(n, "t"), {.margin = 0.2});
   });
-  check_both("cos_emb_none", {"a", "b"}, [](const Inputs& m, const std::string& n) {
-    return F::cosine_embedding_loss(m.at("a"), m.at("b"), at(n, "t"),
+  goldens.check_both("cos_emb_none", {"a", "b"}, [](const Inputs& m, const std::string& n) {
+    return F::cosine_embedding_loss(m.at("a"), m.at("b"), goldens.at(n, "t"),
                                     F::CosineEmbeddingLossFuncOptions().margin(-0.3).reduction(R::none));
   });
-  check_both("cos_emb_1d", {"a", "b"}, [](const Inputs& m, const std::string& n) {
-    return F::cosine_embedding_loss(m.at("a"), m.at("b"), at(n, "t"), {.reduction = R::sum});
+  goldens.check_both("cos_emb_1d", {"a", "b"}, [](const Inputs& m, const std::string& n) {
+    return F::cosine_embedding_loss(m.at("a"), m.at("b"), goldens.at(n, "t"), {.reduction = R::sum});
   });
-  check_both("margin_rank", {"a", "b"}, [](const Inputs& m, const std::string& n) {
-    return F::margin_ranking_loss(m.at("a"), m.at("b"), at(n, "t"), F::MarginRankingLossFuncOptions().margin(0.5));
+  goldens.check_both("margin_rank", {"a", "b"}, [](const Inputs& m, const std::string& n) {
+    return F::margin_ranking_loss(m.at("a"), m.at("b"), goldens.at(n, "t"), F::MarginRankingLossFuncOptions().margin(0.5));
   });
-  check_both("margin_rank_none", {"a", "b"}, [](const Inputs& m, const std::string& n) {
-    return F::margin_ranking_loss(m.at("a"), m.at("b"), at(n, "t"), {.reduction = R::none});
+  goldens.check_both("margin_rank_none", {"a", "b"}, [](const Inputs& m, const std::string& n) {
+    return F::margin_ranking_loss(m.at("a"), m.at("b"), goldens.at(n, "t"), {.reduction = R::none});
   });
-  check_both("triplet", {"a", "p", "n"}, [](const Inputs& m, auto&) {
+  goldens.check_both("triplet", {"a", "p", "n"}, [](const Inputs& m, auto&) {
     return F::triplet_margin_loss(m.at("a"), m.at("p"), m.at("n"));
   });
-  check_both("triplet_p1_swap_sum", {"a", "p", "n"}, [](const Inputs& m, auto&) {
+  goldens.check_both("triplet_p1_swap_sum", {"a", "p", "n"}, [](const Inputs& m, auto&) {
     return F::triplet_margin_loss(m.at("a"), m.at("p"), m.at("n"),
                                   F::TripletMarginLossFuncOptions().margin(2.0).p(1).swap(true).reduction(R::sum));
   });
-  check_both("triplet_none_1d", {"a", "p", "n"}, [](const Inputs& m, auto&) {
+  goldens.check_both("triplet_none_1d", {"a", "p", "n"}, [](const Inputs& m, auto&) {
     return F::triplet_margin_loss(m.at("a"), m.at("p"), m.at("n"), {.margin = 3.0, .eps = 1e-3, .reduction = R::none});
   });
 }
 
 TEST(Losses, PoissonAndGaussianNll) {
-  check_both("poisson", {"x", "t"}, [](const Inputs& m, auto&) { return F::poisson_nll_loss(m.at("x"), m.at("t")); });
-  check_both("poisson_rate_full_sum", {"x"}, [](const Inputs& m, const std::string& n) {
-    return F::poisson_nll_loss(m.at("x"), at(n, "t"),
+  goldens.check_both("poisson", {"x", "t"}, [](const Inputs& m, auto&) { return F::poisson_nll_loss(m.at("x"), m.at("t")); });
+  goldens.check_both("poisson_rate_full_sum", {"x"}, [](const Inputs& m, const std::string& n) {
+    return F::poisson_nll_loss(m.at("x"), goldens.at(n, "t"),
                                F::PoissonNLLLossFuncOptions().log_input(false).full(true).reduction(R::sum));
   });
-  check_both("poisson_full_none", {"x"}, [](const Inputs& m, const std::string& n) {
-    return F::poisson_nll_loss(m.at("x"), at(n, "t"), {.full = true, .eps = 1e-4, .reduction = R::none});
+  goldens.check_both("poisson_full_none", {"x"}, [](const Inputs& m, const std::string& n) {
+    return F::poisson_nll_loss(m.at("x"), goldens.at(n, "t"), {.full = true, .eps = 1e-4, .reduction = R::none});
   });
-  check_both("gauss", {"x", "t", "v"}, [](const Inputs& m, auto&) {
+  goldens.check_both("gauss", {"x", "t", "v"}, [](const Inputs& m, auto&) {
     return F::gaussian_nll_loss(m.at("x"), m.at("t"), m.at("v"));
   });
-  check_both("gauss_short_full", {"x", "t", "v"}, [](const Inputs& m, auto&) {
+  goldens.check_both("gauss_short_full", {"x", "t", "v"}, [](const Inputs& m, auto&) {
     return F::gaussian_nll_loss(m.at("x"), m.at("t"), m.at("v"), F::GaussianNLLLossFuncOptions().full(true).reduction(R::sum));
   });
-  check_both("gauss_last1_none", {"x", "t", "v"}, [](const Inputs& m, auto&) {
+  goldens.check_both("gauss_last1_none", {"x", "t", "v"}, [](const Inputs& m, auto&) {
     return F::gaussian_nll_loss(m.at("x"), m.at("t"), m.at("v"), {.reduction = R::none});
   });
   // var below eps: clamped in value, its gradient passing as PyTorch's (not a derivative: no gradcheck)
-  check_both("gauss_clamped", {"x", "t", "v"}, [](const Inputs& m, auto&) {
+  goldens.check_both("gauss_clamped", {"x", "t", "v"}, [](const Inputs& m, auto&) {
     return F::gaussian_nll_loss(m.at("x"), m.at("t"), m.at("v"), {.eps = 1e-3});
   }, false);
 }
 
 TEST(Losses, BinaryCrossEntropyOnProbabilities) {
-  check_both("bce", {"x", "t"}, [](const Inputs& m, auto&) { return F::binary_cross_entropy(m.at("x"), m.at("t")); });
-  check_both("bce_weight_sum", {"x", "t"}, [](const Inputs& m, const std::string& n) {
-    return F::binary_cross_entropy(m.at("x"), m.at("t"), F::BinaryCrossEntropyFuncOptions().weight(at(n, "w")).reduction(R::sum));
+  goldens.check_both("bce", {"x", "t"}, [](const Inputs& m, auto&) { return F::binary_cross_entropy(m.at("x"), m.at("t")); });
+  goldens.check_both("bce_weight_sum", {"x", "t"}, [](const Inputs& m, const std::string& n) {
+    return F::binary_cross_entropy(m.at("x"), m.at("t"), F::BinaryCrossEntropyFuncOptions().weight(goldens.at(n, "w")).reduction(R::sum));
   });
-  check_both("bce_none", {"x", "t"}, [](const Inputs& m, auto&) {
+  goldens.check_both("bce_none", {"x", "t"}, [](const Inputs& m, auto&) {
     return F::binary_cross_entropy(m.at("x"), m.at("t"), {.reduction = R::none});
   });
   // probabilities 0 and 1: the logs clamp at -100; PyTorch's gradient formula there (finite differences
   // would leave [0, 1])
-  check_both("bce_edges", {"x"}, [](const Inputs& m, const std::string& n) {
-    return F::binary_cross_entropy(m.at("x"), at(n, "t"), {.reduction = R::none});
+  goldens.check_both("bce_edges", {"x"}, [](const Inputs& m, const std::string& n) {
+    return F::binary_cross_entropy(m.at("x"), goldens.at(n, "t"), {.reduction = R::none});
   }, false);
 }
 
 TEST(Losses, MultilabelSoftMargin) {
-  check_both("mlsm", {"x"}, [](const Inputs& m, const std::string& n) {
-    return F::multilabel_soft_margin_loss(m.at("x"), at(n, "t"));
+  goldens.check_both("mlsm", {"x"}, [](const Inputs& m, const std::string& n) {
+    return F::multilabel_soft_margin_loss(m.at("x"), goldens.at(n, "t"));
   });
-  check_both("mlsm_weight_none", {"x", "t"}, [](const Inputs& m, const std::string& n) {
-    return F::multilabel_soft_margin_loss(m.at("x"), m.at("t"), {.weight = at(n, "w"), .reduction = R::none});
+  goldens.check_both("mlsm_weight_none", {"x", "t"}, [](const Inputs& m, const std::string& n) {
+    return F::multilabel_soft_margin_loss(m.at("x"), m.at("t"), {.weight = goldens.at(n, "w"), .reduction = R::none});
   });
-  check_both("mlsm_1d_sum", {"x"}, [](const Inputs& m, const std::string& n) {
-    return F::multilabel_soft_margin_loss(m.at("x"), at(n, "t"), F::MultilabelSoftMarginLossFuncOptions().reduction(R::sum));
+  goldens.check_both("mlsm_1d_sum", {"x"}, [](const Inputs& m, const std::string& n) {
+    return F::multilabel_soft_margin_loss(m.at("x"), goldens.at(n, "t"), F::MultilabelSoftMarginLossFuncOptions().reduction(R::sum));
   });
   // stable far from 0: log σ(±1e4) in f32 is 0 and -1e4, not inf or NaN
   const Tensor big = from_vector<float>({1e4f, -1e4f}, {1, 2}), y = from_vector<float>({1.0f, 1.0f}, {1, 2});
@@ -273,38 +264,38 @@ TEST(Losses, ErrorsNameTheLoss) {
 }
 
 TEST(Losses, CtcLoss) {
-  const auto lengths = [](const std::string& n, const char* key) { return at(n, key); };
-  check_both("ctc_mean", {"x"}, [&](const Inputs& m, const std::string& n) {
-    return F::ctc_loss(m.at("x"), at(n, "tg"), lengths(n, "il"), lengths(n, "tl"));
+  const auto lengths = [](const std::string& n, const char* key) { return goldens.at(n, key); };
+  goldens.check_both("ctc_mean", {"x"}, [&](const Inputs& m, const std::string& n) {
+    return F::ctc_loss(m.at("x"), goldens.at(n, "tg"), lengths(n, "il"), lengths(n, "tl"));
   }, false);  // PyTorch's log_probs gradient assumes a log_softmax input: gradchecked through one below
-  check_both("ctc_logits_sum", {"x"}, [&](const Inputs& m, const std::string& n) {
-    return F::ctc_loss(log_softmax(m.at("x"), 2), at(n, "tg"), lengths(n, "il"), lengths(n, "tl"),
+  goldens.check_both("ctc_logits_sum", {"x"}, [&](const Inputs& m, const std::string& n) {
+    return F::ctc_loss(log_softmax(m.at("x"), 2), goldens.at(n, "tg"), lengths(n, "il"), lengths(n, "tl"),
                        F::CTCLossFuncOptions().reduction(R::sum));
   });
-  check_both("ctc_concat_blank_last_none", {"x"}, [&](const Inputs& m, const std::string& n) {
-    return F::ctc_loss(m.at("x"), at(n, "tg"), lengths(n, "il"), lengths(n, "tl"), {.blank = 4, .reduction = R::none});
+  goldens.check_both("ctc_concat_blank_last_none", {"x"}, [&](const Inputs& m, const std::string& n) {
+    return F::ctc_loss(m.at("x"), goldens.at(n, "tg"), lengths(n, "il"), lengths(n, "tl"), {.blank = 4, .reduction = R::none});
   }, false);
-  check_both("ctc_zero_infinity", {"x"}, [&](const Inputs& m, const std::string& n) {
-    return F::ctc_loss(m.at("x"), at(n, "tg"), lengths(n, "il"), lengths(n, "tl"),
+  goldens.check_both("ctc_zero_infinity", {"x"}, [&](const Inputs& m, const std::string& n) {
+    return F::ctc_loss(m.at("x"), goldens.at(n, "tg"), lengths(n, "il"), lengths(n, "tl"),
                        {.reduction = R::none, .zero_infinity = true});
   }, false);
-  check_both("ctc_zero_infinity_mean", {"x"}, [&](const Inputs& m, const std::string& n) {
-    return F::ctc_loss(m.at("x"), at(n, "tg"), lengths(n, "il"), lengths(n, "tl"), {.zero_infinity = true});
+  goldens.check_both("ctc_zero_infinity_mean", {"x"}, [&](const Inputs& m, const std::string& n) {
+    return F::ctc_loss(m.at("x"), goldens.at(n, "tg"), lengths(n, "il"), lengths(n, "tl"), {.zero_infinity = true});
   }, false);
-  check_both("ctc_unbatched_logits", {"x"}, [&](const Inputs& m, const std::string& n) {
-    return F::ctc_loss(log_softmax(m.at("x"), 1), at(n, "tg"), lengths(n, "il"), lengths(n, "tl"));
+  goldens.check_both("ctc_unbatched_logits", {"x"}, [&](const Inputs& m, const std::string& n) {
+    return F::ctc_loss(log_softmax(m.at("x"), 1), goldens.at(n, "tg"), lengths(n, "il"), lengths(n, "tl"));
   });
   // The length lists (LibTorch's IntArrayRef overload) and the module give the same; without zero_infinity an
   // impossible alignment is an infinite loss.
   const std::string n = "ctc_zero_infinity";
-  const Tensor x = at(n, "x"), tg = at(n, "tg");
+  const Tensor x = goldens.at(n, "x"), tg = goldens.at(n, "tg");
   const Tensor l = F::ctc_loss(x, tg, std::vector<int64_t>{7, 1, 6}, std::vector<int64_t>{3, 2, 4}, {.reduction = R::none});
   const auto v = l.to_vector<double>();
   EXPECT_TRUE(std::isinf(v[1]) && v[1] > 0);
-  test::GoldenCases::expect_close(l.select(0, 0), at(n, "y").select(0, 0), "list lengths", 1e-12);
+  test::GoldenCases::expect_close(l.select(0, 0), goldens.at(n, "y").select(0, 0), "list lengths", 1e-12);
   nn::CTCLoss module(nn::CTCLossOptions().zero_infinity(true));
-  test::GoldenCases::expect_close(module.forward(x, tg, at(n, "il"), at(n, "tl")),
-                                  F::ctc_loss(x, tg, at(n, "il"), at(n, "tl"), {.zero_infinity = true}), "module", 1e-12);
+  test::GoldenCases::expect_close(module.forward(x, tg, goldens.at(n, "il"), goldens.at(n, "tl")),
+                                  F::ctc_loss(x, tg, goldens.at(n, "il"), goldens.at(n, "tl"), {.zero_infinity = true}), "module", 1e-12);
 }
 
 TEST(Losses, CtcLossErrors) {

@@ -15,16 +15,8 @@ namespace F = ember::nn::functional;
 
 namespace {
 
-const test::GoldenCases& goldens() {
-  static const test::GoldenCases g("norm_golden.safetensors");
-  return g;
-}
+const test::GoldenCases goldens("norm_golden.safetensors");
 using Inputs = test::GoldenCases::Inputs;
-void check_both(const std::string& name, const std::vector<std::string>& inputs, const test::GoldenCases::Op& op,
-                bool grad_check = true) {
-  goldens().check_both(name, inputs, op, grad_check);
-}
-Tensor at(const std::string& name, const char* key) { return goldens().at(name, key); }
 
 ::testing::AssertionResult same(const Tensor& a, const Tensor& b, double tol = 1e-12) {
   return test::close_to(a, b.to_vector<double>(), b.shape(), tol, tol);
@@ -33,17 +25,17 @@ Tensor at(const std::string& name, const char* key) { return goldens().at(name, 
 }  // namespace
 
 TEST(Norms, GroupNorm) {
-  check_both("gn", {"x", "w", "b"}, [](const Inputs& m, auto&) { return F::group_norm(m.at("x"), 3, m.at("w"), m.at("b")); });
-  check_both("gn_one_group", {"x"}, [](const Inputs& m, auto&) {
+  goldens.check_both("gn", {"x", "w", "b"}, [](const Inputs& m, auto&) { return F::group_norm(m.at("x"), 3, m.at("w"), m.at("b")); });
+  goldens.check_both("gn_one_group", {"x"}, [](const Inputs& m, auto&) {
     return F::group_norm(m.at("x"), F::GroupNormFuncOptions(1).eps(1e-3));
   });
-  check_both("gn_weight_only", {"x", "w"}, [](const Inputs& m, auto&) {
+  goldens.check_both("gn_weight_only", {"x", "w"}, [](const Inputs& m, auto&) {
     return F::group_norm(m.at("x"), {.num_groups = 2, .weight = m.at("w")});
   });
-  check_both("gn_per_channel", {"x", "w", "b"}, [](const Inputs& m, auto&) {
+  goldens.check_both("gn_per_channel", {"x", "w", "b"}, [](const Inputs& m, auto&) {
     return F::group_norm(m.at("x"), F::GroupNormFuncOptions(4).weight(m.at("w")).bias(m.at("b")));
   });
-  check_both("gn_2d", {"x"}, [](const Inputs& m, auto&) { return F::group_norm(m.at("x"), 2); });
+  goldens.check_both("gn_2d", {"x"}, [](const Inputs& m, auto&) { return F::group_norm(m.at("x"), 2); });
   // bias without weight (PyTorch 1.13's backward fails there): the normalisation plus the bias
   const Tensor x = randn({2, 4, 3}, {.dtype = DType::f64}), b = randn({4}, {.dtype = DType::f64}).requires_grad_();
   EXPECT_TRUE(same(F::group_norm(x, 2, {}, b), F::group_norm(x, 2) + b.reshape({1, 4, 1})));
@@ -53,47 +45,47 @@ TEST(Norms, GroupNorm) {
 }
 
 TEST(Norms, InstanceNorm) {
-  check_both("in1d", {"x", "w", "b"}, [](const Inputs& m, auto&) {
+  goldens.check_both("in1d", {"x", "w", "b"}, [](const Inputs& m, auto&) {
     return F::instance_norm(m.at("x"), {}, {}, m.at("w"), m.at("b"));
   });
   // training with running statistics: PyTorch's updated running_mean/var (the mean over N of each update)
   for (const std::string n : {"in2d_running", "in2d_running_f32"}) {
     SCOPED_TRACE(n);
-    const Tensor rm = at(n, "rm").clone(), rv = at(n, "rv").clone();
-    const Tensor x = at(n, "x");
+    const Tensor rm = goldens.at(n, "rm").clone(), rv = goldens.at(n, "rv").clone();
+    const Tensor x = goldens.at(n, "x");
     const Tensor y = F::instance_norm(x, F::InstanceNormFuncOptions().running_mean(rm).running_var(rv).momentum(0.2).eps(1e-3));
     const double tol = x.dtype() == DType::f64 ? 1e-12 : 1e-5;
-    EXPECT_TRUE(same(y, at(n, "y"), tol));
-    EXPECT_TRUE(same(rm, at(n, "rm_after"), tol));
-    EXPECT_TRUE(same(rv, at(n, "rv_after"), tol));
+    EXPECT_TRUE(same(y, goldens.at(n, "y"), tol));
+    EXPECT_TRUE(same(rm, goldens.at(n, "rm_after"), tol));
+    EXPECT_TRUE(same(rv, goldens.at(n, "rv_after"), tol));
   }
-  check_both("in2d_running", {"x"}, [](const Inputs& m, const std::string& n) {
-    return F::instance_norm(m.at("x"), at(n, "rm").clone(), at(n, "rv").clone(), {}, {}, true, 0.2, 1e-3);
+  goldens.check_both("in2d_running", {"x"}, [](const Inputs& m, const std::string& n) {
+    return F::instance_norm(m.at("x"), goldens.at(n, "rm").clone(), goldens.at(n, "rv").clone(), {}, {}, true, 0.2, 1e-3);
   });
-  check_both("in_eval", {"x", "w", "b"}, [](const Inputs& m, const std::string& n) {
-    return F::instance_norm(m.at("x"), {.running_mean = at(n, "rm"), .running_var = at(n, "rv"), .weight = m.at("w"),
+  goldens.check_both("in_eval", {"x", "w", "b"}, [](const Inputs& m, const std::string& n) {
+    return F::instance_norm(m.at("x"), {.running_mean = goldens.at(n, "rm"), .running_var = goldens.at(n, "rv"), .weight = m.at("w"),
                                         .bias = m.at("b"), .use_input_stats = false});
   });
 }
 
 TEST(Norms, LocalResponseNorm) {
-  check_both("lrn", {"x"}, [](const Inputs& m, auto&) { return F::local_response_norm(m.at("x"), 3); });
-  check_both("lrn_4d", {"x"}, [](const Inputs& m, auto&) {
+  goldens.check_both("lrn", {"x"}, [](const Inputs& m, auto&) { return F::local_response_norm(m.at("x"), 3); });
+  goldens.check_both("lrn_4d", {"x"}, [](const Inputs& m, auto&) {
     return F::local_response_norm(m.at("x"), F::LocalResponseNormFuncOptions(4).alpha(0.1).beta(0.6).k(2.0));
   });
-  check_both("lrn_size1", {"x"}, [](const Inputs& m, auto&) { return F::local_response_norm(m.at("x"), 1, 0.5); });
-  check_both("lrn_wide", {"x"}, [](const Inputs& m, auto&) {
+  goldens.check_both("lrn_size1", {"x"}, [](const Inputs& m, auto&) { return F::local_response_norm(m.at("x"), 1, 0.5); });
+  goldens.check_both("lrn_wide", {"x"}, [](const Inputs& m, auto&) {
     return F::local_response_norm(m.at("x"), {.size = 9, .alpha = 0.3, .beta = 1.2, .k = 0.5});
   });
 }
 
 TEST(Norms, Normalize) {
-  check_both("normalize", {"x"}, [](const Inputs& m, auto&) { return F::normalize(m.at("x")); });
-  check_both("normalize_p1_dim0", {"x"}, [](const Inputs& m, auto&) {
+  goldens.check_both("normalize", {"x"}, [](const Inputs& m, auto&) { return F::normalize(m.at("x")); });
+  goldens.check_both("normalize_p1_dim0", {"x"}, [](const Inputs& m, auto&) {
     return F::normalize(m.at("x"), F::NormalizeFuncOptions().p(1.0).dim(0));
   });
-  check_both("normalize_inf", {"x"}, [](const Inputs& m, auto&) { return F::normalize(m.at("x"), INFINITY, -1); });
-  check_both("normalize_p3_eps", {"x"}, [](const Inputs& m, auto&) {
+  goldens.check_both("normalize_inf", {"x"}, [](const Inputs& m, auto&) { return F::normalize(m.at("x"), INFINITY, -1); });
+  goldens.check_both("normalize_p3_eps", {"x"}, [](const Inputs& m, auto&) {
     return F::normalize(m.at("x"), {.p = 3.0, .dim = 1, .eps = 0.5});
   });
   // a zero row stays zero, with PyTorch's gradient 1/eps (finite)

@@ -14,6 +14,7 @@
 
 #include <ember/ember.h>
 
+#include "golden_rows.h"
 #include "test_helpers.h"
 
 using namespace ember;
@@ -336,13 +337,8 @@ TEST_P(ReduceGolden, ForwardIndicesAndGradient) {
   EXPECT_LE(test::golden_mismatch(x.grad(), test::golden(file, key + "gx"), rtol, atol), 1.0) << name << " gradient, " << dtype_name(dtype);
 }
 
-INSTANTIATE_TEST_SUITE_P(, ReduceGolden,
-                         ::testing::Combine(::testing::Range<size_t>(0, golden_reduce_cases().size()),
-                                            ::testing::Values(DType::f32, DType::f64)),
-                         [](const auto& info) {
-                           return std::string(golden_reduce_cases()[std::get<0>(info.param)].first) + "_" +
-                                  std::string(dtype_name(std::get<1>(info.param)));
-                         });
+INSTANTIATE_TEST_SUITE_P(, ReduceGolden, test::golden_rows(golden_reduce_cases().size()),
+                         test::golden_row_name([](size_t row) { return golden_reduce_cases()[row].first; }));
 
 }  // namespace
 

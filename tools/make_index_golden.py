@@ -21,6 +21,8 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import save_file
 
+from golden_common import store_case
+
 torch.manual_seed(0)
 out = {}
 
@@ -62,27 +64,33 @@ CASES = {
     "flip_last": (lambda x, s, c: x.flip(-1), (3, 4), None, {}),
 }
 
-for name, (fn, xs, ss, consts) in CASES.items():
-    x0 = torch.randn(xs)
-    s0 = torch.randn(ss) if ss is not None else None
-    for key, c in consts.items():
-        out[f"{name}.{key}"] = c.clone()
-    r0 = None
-    for dtype, tag in ((torch.float32, "f32"), (torch.float64, "f64")):
-        x = x0.to(dtype).clone().requires_grad_(True)
-        s = s0.to(dtype).clone().requires_grad_(True) if s0 is not None else None
-        y = fn(x, s, consts)
-        if r0 is None:
-            r0 = torch.randn(y.shape)
-        r = r0.to(dtype)
-        (y * r).sum().backward()
-        out[f"{name}.{tag}.x"] = x.detach().contiguous()
-        out[f"{name}.{tag}.y"] = y.detach().contiguous()
-        out[f"{name}.{tag}.r"] = r.contiguous()
-        out[f"{name}.{tag}.gx"] = x.grad.contiguous()
-        if s is not None:
-            out[f"{name}.{tag}.s"] = s.detach().contiguous()
-            out[f"{name}.{tag}.gs"] = s.grad.contiguous()
+
+def store_cases(cases, new):
+    """Each case in f32 and f64, from one draw of its inputs and cotangent (new(shape), or new(tensor) for a
+    given input): NAME.D.x as before the op (embedding's max_norm renormalises it in place: NAME.D.x_after
+    after), s, the output, the cotangent and the gradients; NAME.KEY its constants."""
+    for name, (fn, xs, ss, consts) in cases.items():
+        x0 = new(xs)
+        s0 = new(ss) if ss is not None else None
+        for key, c in consts.items():
+            out[f"{name}.{key}"] = c.clone()
+        r0 = None
+        for dtype, tag in ((torch.float32, "f32"), (torch.float64, "f64")):
+            x = x0.to(dtype).clone().requires_grad_(True)
+            s = s0.to(dtype).clone().requires_grad_(True) if s0 is not None else None
+            x_before = x.detach().clone()
+            y = fn(x, s, consts)
+            if r0 is None:
+                r0 = new(tuple(y.shape))
+            r = r0.to(dtype)
+            (y * r).sum().backward()
+            store_case(out, f"{name}.{tag}", {"x": x} if s is None else {"x": x, "s": s}, y, r)
+            out[f"{name}.{tag}.x"] = x_before.contiguous()
+            if "max_norm" in name:
+                out[f"{name}.{tag}.x_after"] = x.detach().clone().contiguous()
+
+
+store_cases(CASES, torch.randn)
 
 # one_hot (i64 in, i64 out)
 ONE_HOT = {
@@ -228,30 +236,7 @@ def make(spec):
     return spec.clone() if isinstance(spec, torch.Tensor) else randn(*spec)
 
 
-for name, (fn, xs, ss, consts) in {**CASES3, **EMBEDDING}.items():
-    x0 = make(xs)
-    s0 = make(ss) if ss is not None else None
-    for key, c in consts.items():
-        out[f"{name}.{key}"] = c.clone()
-    r0 = None
-    for dtype, tag in ((torch.float32, "f32"), (torch.float64, "f64")):
-        x = x0.to(dtype).clone().requires_grad_(True)
-        s = s0.to(dtype).clone().requires_grad_(True) if s0 is not None else None
-        x_before = x.detach().clone()
-        y = fn(x, s, consts)
-        if r0 is None:
-            r0 = randn(*y.shape)
-        r = r0.to(dtype)
-        (y * r).sum().backward()
-        out[f"{name}.{tag}.x"] = x_before.contiguous()
-        if name in EMBEDDING and "max_norm" in name:
-            out[f"{name}.{tag}.x_after"] = x.detach().clone().contiguous()
-        out[f"{name}.{tag}.y"] = y.detach().contiguous()
-        out[f"{name}.{tag}.r"] = r.contiguous()
-        out[f"{name}.{tag}.gx"] = x.grad.contiguous()
-        if s is not None:
-            out[f"{name}.{tag}.s"] = s.detach().contiguous()
-            out[f"{name}.{tag}.gs"] = s.grad.contiguous()
+store_cases({**CASES3, **EMBEDDING}, make)
 
 # Integer scatter_reduce (i64 in and out; mean rounds down) and nonzero (i64 out).
 int_x = torch.tensor([[5, -3, 7, 0], [2, 2, -8, 1]])

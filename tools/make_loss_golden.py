@@ -16,6 +16,8 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import save_file
 
+from golden_common import store_case
+
 warnings.filterwarnings("ignore", message="reduction: 'mean' divides")
 torch.manual_seed(0)
 files = {"loss": {}, "norm": {}}
@@ -30,12 +32,7 @@ def case(name, fn, dtype, consts, **inputs):
     y = fn(**leaves, **c)
     r = torch.randn_like(y)
     (y * r).sum().backward()
-    for k, v in leaves.items():
-        out[f"{name}.{k}"] = v.detach().contiguous()
-        if v.grad is not None:
-            out[f"{name}.g{k}"] = v.grad.contiguous()
-    out[f"{name}.y"] = y.detach().contiguous()
-    out[f"{name}.r"] = r.contiguous()
+    store_case(out, name, leaves, y, r)
     return c
 
 

@@ -15,6 +15,8 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import save_file
 
+from golden_common import store_case
+
 torch.manual_seed(0)
 out = {}
 
@@ -24,12 +26,7 @@ def case(name, fn, dtype=torch.float64, **inputs):
     y = fn(**leaves)
     r = torch.randn_like(y)
     (y * r).sum().backward()
-    for k, v in leaves.items():
-        out[f"{name}.{k}"] = v.detach().contiguous()
-        if v.grad is not None:
-            out[f"{name}.g{k}"] = v.grad.contiguous()
-    out[f"{name}.y"] = y.detach().contiguous()
-    out[f"{name}.r"] = r.contiguous()
+    store_case(out, name, leaves, y, r)
 
 
 def case32(name, fn, **inputs):

@@ -14,6 +14,8 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import save_file
 
+from golden_common import store_case
+
 torch.manual_seed(0)
 out = {}
 
@@ -62,10 +64,7 @@ for name, (fn, x0) in CASES.items():
         y = fn(x)
         r = r0.to(dtype)
         (y * r).sum().backward()
-        out[f"{name}.{tag}.x"] = x.detach().contiguous()
-        out[f"{name}.{tag}.y"] = y.detach().contiguous()
-        out[f"{name}.{tag}.r"] = r.contiguous()
-        out[f"{name}.{tag}.gx"] = x.grad.contiguous()
+        store_case(out, f"{name}.{tag}", {"x": x}, y, r)
 
 path = pathlib.Path(__file__).resolve().parent.parent / "tests" / "data" / "ops_golden.safetensors"
 save_file(out, str(path))

@@ -10,29 +10,23 @@
 namespace ember::cuda::detail {
 [[noreturn]] void throw_call_error(const char* file, int line, const char* call, const char* library,
                                    const char* error_name, const char* error_string);
+
+// One per library's status type; the macros below pass the call's text and place.
+inline void check_call(cudaError_t e, const char* file, int line, const char* call) {
+  if (e != cudaSuccess) [[unlikely]]
+    throw_call_error(file, line, call, "CUDA", cudaGetErrorName(e), cudaGetErrorString(e));
+}
+inline void check_call(cublasStatus_t s, const char* file, int line, const char* call) {
+  if (s != CUBLAS_STATUS_SUCCESS) [[unlikely]]
+    throw_call_error(file, line, call, "cuBLAS", cublasGetStatusName(s), cublasGetStatusString(s));
+}
+inline void check_call(cudnnStatus_t s, const char* file, int line, const char* call) {
+  if (s != CUDNN_STATUS_SUCCESS) [[unlikely]] throw_call_error(file, line, call, "cuDNN", cudnnGetErrorString(s), "");
+}
 }  // namespace ember::cuda::detail
 
-#define EMBER_CUDA_CHECK(call)                                                                             \
-  do {                                                                                                     \
-    const cudaError_t ember_err_ = (call);                                                                 \
-    if (ember_err_ != cudaSuccess) [[unlikely]]                                                            \
-      ::ember::cuda::detail::throw_call_error(__FILE__, __LINE__, #call, "CUDA", cudaGetErrorName(ember_err_), \
-                                              cudaGetErrorString(ember_err_));                             \
-  } while (0)
-
-#define EMBER_CUBLAS_CHECK(call)                                                                         \
-  do {                                                                                                   \
-    const cublasStatus_t ember_st_ = (call);                                                             \
-    if (ember_st_ != CUBLAS_STATUS_SUCCESS) [[unlikely]]                                                 \
-      ::ember::cuda::detail::throw_call_error(__FILE__, __LINE__, #call, "cuBLAS", cublasGetStatusName(ember_st_), \
-                                              cublasGetStatusString(ember_st_));                         \
-  } while (0)
-
-#define EMBER_CUDNN_CHECK(call)                                                                          \
-  do {                                                                                                   \
-    const cudnnStatus_t ember_st_ = (call);                                                              \
-    if (ember_st_ != CUDNN_STATUS_SUCCESS) [[unlikely]]                                                  \
-      ::ember::cuda::detail::throw_call_error(__FILE__, __LINE__, #call, "cuDNN", cudnnGetErrorString(ember_st_), ""); \
-  } while (0)
+#define EMBER_CUDA_CHECK(call) ::ember::cuda::detail::check_call((call), __FILE__, __LINE__, #call)
+#define EMBER_CUBLAS_CHECK(call) ::ember::cuda::detail::check_call((call), __FILE__, __LINE__, #call)
+#define EMBER_CUDNN_CHECK(call) ::ember::cuda::detail::check_call((call), __FILE__, __LINE__, #call)
 
 #define EMBER_CUDA_CHECK_LAUNCH() EMBER_CUDA_CHECK(cudaGetLastError())
