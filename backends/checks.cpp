@@ -166,8 +166,10 @@ void check_index(IndexOp op, const TensorArg& in, const TensorArg& index, const 
   check_dim(name, dim, addressed);
   EMBER_CHECK(same_shape(iterated, index), name, ": the index is ", ShapeOf{index}, " but the ",
               op == IndexOp::gather ? "output" : "source", " is ", ShapeOf{iterated}, "; they must be one shape");
+  // A dim of stride 0 in the addressed tensor is in bounds at any position (nonzero writes a column that way).
   bool fits = addressed.ndim == iterated.ndim;
-  for (int d = 0; fits && d < iterated.ndim; ++d) fits = d == dim || iterated.shape[d] <= addressed.shape[d];
+  for (int d = 0; fits && d < iterated.ndim; ++d)
+    fits = d == dim || iterated.shape[d] <= addressed.shape[d] || addressed.strides[d] == 0;
   EMBER_CHECK(fits, name, ": the index ", ShapeOf{index}, " exceeds the ", op == IndexOp::gather ? "input" : "output",
               " ", ShapeOf{addressed}, " in a dim other than ", dim);
 }

@@ -510,16 +510,17 @@ inline Golden nn_golden(std::string name, std::vector<std::string> inputs) {
 // The losses' and norms' goldens (tools/make_loss_golden.py) have the same layout; `file` names them.
 inline constexpr const char* kLossGolden = "loss_golden.safetensors";
 inline constexpr const char* kNormGolden = "norm_golden.safetensors";
+inline constexpr const char* kConvGolden = "conv_golden.safetensors";  // tools/make_conv_golden.py
 inline Golden loss_golden(std::string name, std::vector<std::string> inputs) {
   return {.file = kLossGolden, .name = std::move(name), .inputs = std::move(inputs)};
 }
 inline Golden norm_golden(std::string name, std::vector<std::string> inputs) {
   return {.file = kNormGolden, .name = std::move(name), .inputs = std::move(inputs)};
 }
-// Loads every golden file the lines read (the guard harnesses call it before guarding: a golden loaded under a
-// guard would be walked by each of its checks).
+// Loads every golden file the lines read. The guard harnesses call it before guarding: a golden loaded under a
+// guard would be allocated through it, walked by each of its checks, and freed at exit after the guard is gone.
 inline void load_goldens() {
-  for (const char* file : {kNnGolden, kLossGolden, kNormGolden}) test::golden_file(file);
+  for (const char* file : {kNnGolden, kLossGolden, kNormGolden, kConvGolden}) test::golden_file(file);
 }
 inline Tensor golden_const(V x, const std::string& key, const char* file = kNnGolden) {
   const Tensor t = test::golden(file, key);
@@ -873,7 +874,6 @@ inline constexpr const char* kVariant = "core hands the fused op contiguous oper
 // --- conv/pool round 3 references ---
 // PyTorch's goldens of issue 30 (tools/make_conv_golden.py; the cases of tests/test_conv_pool2.cpp), and a
 // case's integer constant (max_unpool's indices) on the inputs' device.
-inline constexpr const char* kConvGolden = "conv_golden.safetensors";
 inline Golden conv_golden(std::string name, std::vector<std::string> inputs) {
   return {.file = kConvGolden, .name = std::move(name), .inputs = std::move(inputs)};
 }
