@@ -157,7 +157,7 @@ struct SortRows {
   int64_t* indices;
   int64_t len, in_step, v_step, i_step;
   bool descending;
-  EMBER_HOST_DEVICE void operator()(int64_t o, SortScratch<T> scratch) const {
+  EMBER_HOST_DEVICE void operator()(int64_t o, const SortScratch<T>& scratch) const {
     int64_t in_off, v_off, unused, i_off;
     vplan.offsets(o, in_off, v_off);
     iplan.offsets(o, unused, i_off);

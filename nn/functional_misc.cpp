@@ -106,7 +106,7 @@ Bags bags_from_offsets(const Tensor& offsets, int64_t L, bool include_last_offse
   EMBER_CHECK(!include_last_offset || !o.empty(), "embedding_bag: include_last_offset needs at least one offset");
   Bags b;
   b.count = include_last_offset ? static_cast<int64_t>(o.size()) - 1 : static_cast<int64_t>(o.size());
-  b.end = include_last_offset ? o.back() : L;
+  b.end = include_last_offset && !o.empty() ? o.back() : L;
   if (!o.empty()) {
     EMBER_CHECK(o[0] == 0, "embedding_bag: offsets[0] must be 0 (the first bag starts at the first index), got ", o[0]);
     for (size_t i = 1; i < o.size(); ++i)
