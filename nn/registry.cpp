@@ -131,7 +131,9 @@ void check_args(const LayerSpec& spec, const std::vector<Row>& rows) {
   const auto fail = [&](const std::string& key, const std::string& what) {
     detail::throw_error(spec.where, " (", spec.type, "): '", key, "' must be ", what);
   };
-  for (const auto& [key, value] : spec.args) {
+  for (const auto& arg : spec.args) {
+    const std::string& key = arg.first;  // NOTE: not a structured binding: clang 14 cannot capture one
+    const auto& value = arg.second;
     const Row& row = *std::find_if(rows.begin(), rows.end(), [&](const Row& r) { return r.path == key; });
     const auto* i = std::get_if<int64_t>(&value);
     const auto* d = std::get_if<double>(&value);

@@ -475,10 +475,17 @@ TEST(Optim, StateSavedBeforeOptionsTypesResumesExactly) {
       if (auto* p = dynamic_cast<ReduceLROnPlateau*>(sched.get())) p->step(l.item<double>());
       else sched->step();
     }
-    EXPECT_EQ(x.to_vector<double>(), file(c.name + ".expected.x").to_vector<double>());
-    EXPECT_EQ(y.to_vector<double>(), file(c.name + ".expected.y").to_vector<double>());
+    // The state resumes the old trajectory; the last bits of six f64 steps depend on the build (the file was
+    // written by an optimised build, whose compiler fuses multiply-adds; a Debug or sanitizer build does not).
+    const auto expect_close = [](const std::vector<double>& got, const std::vector<double>& want, const char* what) {
+      ASSERT_EQ(got.size(), want.size()) << what;
+      for (size_t i = 0; i < got.size(); ++i)
+        EXPECT_NEAR(got[i], want[i], 1e-12 * (1 + std::abs(want[i]))) << what << "[" << i << "]";
+    };
+    expect_close(x.to_vector<double>(), file(c.name + ".expected.x").to_vector<double>(), "x");
+    expect_close(y.to_vector<double>(), file(c.name + ".expected.y").to_vector<double>(), "y");
     std::vector<double> lrs;
     for (const ParamGroup& g : opt->param_groups()) lrs.push_back(g.hyper.lr);
-    EXPECT_EQ(lrs, file(c.name + ".expected.lr").to_vector<double>());
+    expect_close(lrs, file(c.name + ".expected.lr").to_vector<double>(), "lr");
   }
 }
