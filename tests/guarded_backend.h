@@ -11,7 +11,8 @@
 // can ask which entries a set of ops reached.
 //
 // NOTE: a Storage frees its memory through the backend that allocated it, so a GuardedBackend must outlive
-// every tensor it served: make it a function-local static.
+// every tensor it served, static ones freed at exit included: create it once and never destroy it
+// (`static GuardedBackend& g = *new GuardedBackend(...)`).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>

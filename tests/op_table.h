@@ -518,7 +518,7 @@ inline Golden norm_golden(std::string name, std::vector<std::string> inputs) {
   return {.file = kNormGolden, .name = std::move(name), .inputs = std::move(inputs)};
 }
 // Loads every golden file the lines read. The guard harnesses call it before guarding: a golden loaded under a
-// guard would be allocated through it, walked by each of its checks, and freed at exit after the guard is gone.
+// guard would be allocated through it and its buffers walked by each of the guard's checks.
 inline void load_goldens() {
   for (const char* file : {kNnGolden, kLossGolden, kNormGolden, kConvGolden}) test::golden_file(file);
 }

@@ -33,13 +33,13 @@ namespace {
 using namespace optable;  // op_table(), run_row, Layout, layouts_of, random_values, Kind
 using namespace parity;   // Cuda, CudaWithParam, tolerance, matches, kGpu
 
-// The guarded stand-ins for both backends (function-local statics: they outlive every tensor they served).
+// The guarded stand-ins for both backends, never destroyed: they outlive every tensor they served.
 test::GuardedBackend& guarded_cpu() {
-  static test::GuardedBackend guard(backend(kCPU));
+  static test::GuardedBackend& guard = *new test::GuardedBackend(backend(kCPU));
   return guard;
 }
 test::GuardedBackend& guarded_gpu() {
-  static test::GuardedBackend guard(backend(kGpu), /*check_every_entry=*/false);
+  static test::GuardedBackend& guard = *new test::GuardedBackend(backend(kGpu), /*check_every_entry=*/false);
   return guard;
 }
 

@@ -24,13 +24,13 @@ namespace {
 using namespace optable;  // op_table(), run_row, Layout, layouts_of
 using test::GuardedBackend;
 
-// Function-local statics: a GuardedBackend must outlive every tensor it served.
+// Never destroyed: a GuardedBackend must outlive every tensor it served (tests/guarded_backend.h).
 GuardedBackend& guard() {
-  static GuardedBackend g(backend(kCPU));
+  static GuardedBackend& g = *new GuardedBackend(backend(kCPU));
   return g;
 }
 GuardedBackend& guard_checked_at_free() {
-  static GuardedBackend g(backend(kCPU), /*check_every_entry=*/false);
+  static GuardedBackend& g = *new GuardedBackend(backend(kCPU), /*check_every_entry=*/false);
   return g;
 }
 

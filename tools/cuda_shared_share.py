@@ -65,21 +65,21 @@ def main():
     present = set(files)
     sources = {".cu", ".cuh", ".cpp", ".h"}
     cuda = [f for f in files if f.startswith("backends/cuda/") and Path(f).suffix in sources]
-    shared, todo = set(), list(cuda)
-    seen = set(todo)
-    while todo:
-        f = todo.pop()
+    shared, pending = set(), list(cuda)
+    seen = set(pending)
+    while pending:
+        f = pending.pop()
         for inc in INCLUDE.findall(read(f)):
             if inc not in present or inc in seen:
                 continue
             seen.add(inc)
-            todo.append(inc)
+            pending.append(inc)
             if not inc.startswith("backends/cuda/"):
                 shared.add(inc)
                 impl = str(Path(inc).with_suffix(".cpp"))
                 if inc.endswith(".h") and impl in present and impl not in seen:
                     seen.add(impl)
-                    todo.append(impl)
+                    pending.append(impl)
                     shared.add(impl)
     counts = {f: code_lines(read(f)) for f in cuda + sorted(shared)}
     n_cuda = sum(counts[f] for f in cuda)
