@@ -16,11 +16,11 @@
 #include "base/log.h"
 
 namespace ember::app {
+namespace fs = std::filesystem;
 namespace {
 
 // The examples of one optimizer step, for --trace-batches: window starts (text) or dataset indices.
 void trace_step(std::ofstream& out, const Session& s, int64_t step, const std::vector<int64_t>& indices) {
-  if (!out.is_open()) return;
   nlohmann::ordered_json line = {{"step", step}};
   if (s.train_windows) {
     std::vector<int64_t> starts;

@@ -17,8 +17,6 @@ namespace ember::app {
 struct Session;
 struct TrainOptions;
 
-// --- what a run reports to: the metrics files, the step log, TensorBoard, the trace and the console -------
-
 // One optimizer step, as the run's logs see it.
 struct StepEvent {
   int64_t epoch = 0;     // the step's epoch, from 1
@@ -52,21 +50,19 @@ class RunLog {
   virtual void on_end(const RunEnd&) {}
 };
 
-namespace fs = std::filesystem;
-
 // metrics.jsonl and metrics.csv: a row per epoch; on resume, rows past `resume_epochs` are dropped.
-std::unique_ptr<RunLog> metrics_log(const fs::path& dir, std::optional<int64_t> resume_epochs, const std::string& bits_unit);
+std::unique_ptr<RunLog> metrics_log(const std::filesystem::path& dir, std::optional<int64_t> resume_epochs, const std::string& bits_unit);
 // steps.jsonl: a row every output.log_every_steps steps; on resume, rows past `resume_step` are dropped.
-std::unique_ptr<RunLog> step_log(const fs::path& dir, std::optional<int64_t> resume_step);
+std::unique_ptr<RunLog> step_log(const std::filesystem::path& dir, std::optional<int64_t> resume_step);
 // TensorBoard (output.tensorboard), purged from `step` and refilled from the metrics files on resume.
-std::unique_ptr<RunLog> tensorboard_log(const fs::path& dir, bool resume, int64_t step, const Session& s,
+std::unique_ptr<RunLog> tensorboard_log(const std::filesystem::path& dir, bool resume, int64_t step, const Session& s,
                                         const std::string& bits_unit);
 // --trace-batches PATH: null when `path` is empty; on resume it keeps the lines of steps <= `step`.
 std::unique_ptr<RunLog> trace_log(const std::string& path, bool resume, int64_t step, const Session& s);
 // What ember-train prints: progress, a line per epoch, and how the run ended.
 std::unique_ptr<RunLog> console_log(std::FILE* out, const TrainOptions& o, int64_t steps_per_epoch,
-                                    std::string bits_label, fs::path dir);
+                                    std::string bits_label, std::filesystem::path dir);
 // report.html at the end of a completed run.
-std::unique_ptr<RunLog> report_log(std::FILE* out, fs::path dir);
+std::unique_ptr<RunLog> report_log(std::FILE* out, std::filesystem::path dir);
 
 }  // namespace ember::app

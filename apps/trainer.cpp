@@ -64,7 +64,6 @@ struct Progress {
 
 double current_lr(const Session& s) { return s.optimizer->param_groups()[0].hyper.lr; }
 
-
 // `loader`: the train loader's position to resume from — its state() after the step `p` ends with.
 std::string save_checkpoint(Session& s, const Progress& p, const data::LoaderState& loader, const std::string& hash,
                             const fs::path& dir) {
