@@ -21,11 +21,7 @@ struct BinaryBackward : autograd::Node {
   SavedTensor a, b, out;
 
   std::string_view name() const override { return op_name(op); }
-  void release() override {
-    a.release();
-    b.release();
-    out.release();
-  }
+  void release() override { release_all(a, b, out); }
   void backward(const Tensor& g, Tensor* grad_inputs) override {
     Tensor ga, gb;  // on the broadcast (output) shape
     switch (op) {

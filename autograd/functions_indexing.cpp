@@ -82,12 +82,7 @@ struct ScatterReduceBackward : autograd::Node {
   bool include_self = true;
   SavedTensor self, src, index, result;  // self, src and result: prod, amax and amin only
   std::string_view name() const override { return "scatter_reduce"; }
-  void release() override {
-    self.release();
-    src.release();
-    index.release();
-    result.release();
-  }
+  void release() override { release_all(self, src, index, result); }
   void backward(const Tensor& g, Tensor* grad_inputs) override {
     const Tensor idx = index.unpack(*this);
     const auto read_src = [&] {  // the index-shaped corner of src: what the forward read

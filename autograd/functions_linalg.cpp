@@ -14,10 +14,7 @@ struct MatmulBackward : autograd::Node {
   SavedTensor a, b;  // b when a needs a gradient, a when b does
   bool b_transposed = false;  // b is a column-major matrix
   std::string_view name() const override { return "matmul"; }
-  void release() override {
-    a.release();
-    b.release();
-  }
+  void release() override { release_all(a, b); }
   void backward(const Tensor& g, Tensor* grad_inputs) override {
     const bool a_vec = needs_grad(0) ? next[0].shape.size() == 1 : a.unpack(*this).dim() == 1;
     const bool b_vec = needs_grad(1) ? next[1].shape.size() == 1 : b.unpack(*this).dim() == 1;
@@ -50,29 +47,33 @@ struct MatmulBackward : autograd::Node {
   }
 };
 
-// cat: each input gets its slice of the gradient.
+// cat and stack: each input gets its slice of the gradient (stack: its index along the new dim).
 struct CatBackward : autograd::Node {
   int dim = 0;
-  std::vector<int64_t> sizes;
-  std::string_view name() const override { return "cat"; }
+  bool stacked = false;        // stack: input i is index i along dim, with dim removed
+  std::vector<int64_t> sizes;  // cat: each input's size along dim
+  std::string_view name() const override { return stacked ? "stack" : "cat"; }
   void backward(const Tensor& g, Tensor* grad_inputs) override {
     int64_t offset = 0;
-    for (size_t i = 0; i < sizes.size(); ++i) {
-      if (needs_grad(i)) grad_inputs[i] = g.narrow(dim, offset, sizes[i]);
-      offset += sizes[i];
+    for (size_t i = 0; i < next.size(); ++i) {
+      const int64_t size = stacked ? 1 : sizes[i];
+      if (needs_grad(i)) grad_inputs[i] = stacked ? g.select(dim, offset) : g.narrow(dim, offset, size);
+      offset += size;
     }
   }
 };
 
-// stack: input i gets the gradient's index i along the new dim.
-struct StackBackward : autograd::Node {
-  int dim = 0;
-  std::string_view name() const override { return "stack"; }
-  void backward(const Tensor& g, Tensor* grad_inputs) override {
-    for (size_t i = 0; i < next.size(); ++i)
-      if (needs_grad(i)) grad_inputs[i] = g.select(dim, static_cast<int64_t>(i));
+// out (raw::cat or raw::stack of tensors) with its history.
+Tensor with_cat_history(Tensor out, const std::vector<Tensor>& tensors, int64_t dim, bool stacked) {
+  if (auto node = make_node<CatBackward>(tensors)) {
+    node->dim = wrap_dim(dim, out.dim(), stacked ? "stack" : "cat");
+    node->stacked = stacked;
+    if (!stacked)
+      for (const Tensor& t : tensors) node->sizes.push_back(t.size(node->dim));
+    set_history(out, std::move(node));
   }
-};
+  return out;
+}
 
 // index_select and gather: the gradient is scattered back (added: an index may repeat).
 struct IndexBackward : autograd::Node {
@@ -111,22 +112,11 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
-  Tensor out = raw::cat(tensors, dim);
-  if (auto node = make_node<CatBackward>(tensors)) {
-    node->dim = wrap_dim(dim, out.dim(), "cat");
-    for (const Tensor& t : tensors) node->sizes.push_back(t.size(node->dim));
-    set_history(out, std::move(node));
-  }
-  return out;
+  return with_cat_history(raw::cat(tensors, dim), tensors, dim, false);
 }
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
-  Tensor out = raw::stack(tensors, dim);
-  if (auto node = make_node<StackBackward>(tensors)) {
-    node->dim = wrap_dim(dim, out.dim(), "stack");
-    set_history(out, std::move(node));
-  }
-  return out;
+  return with_cat_history(raw::stack(tensors, dim), tensors, dim, true);
 }
 
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {

@@ -49,10 +49,7 @@ struct ExtremumBackward : autograd::Node {
   bool is_max = true;
   SavedTensor x, y;
   std::string_view name() const override { return is_max ? "max" : "min"; }
-  void release() override {
-    x.release();
-    y.release();
-  }
+  void release() override { release_all(x, y); }
   void backward(const Tensor& g, Tensor* grad_inputs) override {
     const Tensor input = x.unpack(*this);
     const Tensor mask = eq(input, y.unpack(*this).reshape(kept)).to(g.dtype());
@@ -159,10 +156,7 @@ struct VarBackward : autograd::Node {
   bool is_std = false;
   SavedTensor x, y;
   std::string_view name() const override { return is_std ? "std" : "var"; }
-  void release() override {
-    x.release();
-    y.release();
-  }
+  void release() override { release_all(x, y); }
   void backward(const Tensor& g, Tensor* grad_inputs) override {
     const Tensor input = x.unpack(*this);
     Tensor gk = g.reshape(kept);
@@ -179,10 +173,7 @@ struct LogsumexpBackward : autograd::Node {
   Shape kept;
   SavedTensor x, y;
   std::string_view name() const override { return "logsumexp"; }
-  void release() override {
-    x.release();
-    y.release();
-  }
+  void release() override { release_all(x, y); }
   void backward(const Tensor& g, Tensor* grad_inputs) override {
     grad_inputs[0] = g.reshape(kept) * exp(x.unpack(*this) - y.unpack(*this).reshape(kept));
   }

@@ -62,6 +62,12 @@ class SavedTensor {
   bool released_ = false;
 };
 
+// Releases each of a node's saved tensors: `void release() override { release_all(x, w); }`.
+template <class... Saved>
+void release_all(Saved&... saved) {
+  (saved.release(), ...);
+}
+
 class Node {
  public:
   virtual ~Node();  // iterative: freeing a graph thousands of ops deep must not overflow the stack

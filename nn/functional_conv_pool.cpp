@@ -50,10 +50,7 @@ struct Conv2dBackward : autograd::Node {
   SavedTensor x, w;
   bool has_bias = false;
   std::string_view name() const override { return "conv2d"; }
-  void release() override {
-    x.release();
-    w.release();
-  }
+  void release() override { release_all(x, w); }
   void backward(const Tensor& g, Tensor* grad_inputs) override {
     const Tensor xv = x.unpack(*this), wv = w.unpack(*this), gy = raw::contiguous(g);
     TensorArg gxa, gwa, gba;
@@ -279,10 +276,7 @@ struct ConvTranspose2dBackward : autograd::Node {
   Conv2dParams p;
   SavedTensor x, w;
   std::string_view name() const override { return "conv_transpose2d"; }
-  void release() override {
-    x.release();
-    w.release();
-  }
+  void release() override { release_all(x, w); }
   void backward(const Tensor& g, Tensor* grad_inputs) override {
     const Tensor xv = x.unpack(*this), wv = w.unpack(*this), gy = raw::contiguous(g);
     Backend& be = backend(gy.device());

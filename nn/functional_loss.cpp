@@ -84,12 +84,7 @@ struct CrossEntropyBackward : autograd::Node {
   CrossEntropyOptions o;
   SavedTensor logits, target, lse, count;  // count: non-ignored targets (mean only)
   std::string_view name() const override { return "cross_entropy"; }
-  void release() override {
-    logits.release();
-    target.release();
-    lse.release();
-    count.release();
-  }
+  void release() override { release_all(logits, target, lse, count); }
   void backward(const Tensor& g, Tensor* grad_inputs) override {
     const Tensor x = logits.unpack(*this);
     // Per-sample gradient of the loss: [N] for none, 0-d (the same for every sample) otherwise.

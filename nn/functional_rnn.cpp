@@ -13,11 +13,7 @@ using autograd::SavedTensor;
 struct LstmCellBackward : autograd::Node {
   SavedTensor c_prev, hc, workspace;
   std::string_view name() const override { return "lstm_cell"; }
-  void release() override {
-    c_prev.release();
-    hc.release();
-    workspace.release();
-  }
+  void release() override { release_all(c_prev, hc, workspace); }
   void backward(const Tensor& g, Tensor* grad_inputs) override {
     const Tensor cp = c_prev.unpack(*this), out = hc.unpack(*this), ws = workspace.unpack(*this);
     const Tensor gy = raw::contiguous(g);
@@ -37,10 +33,7 @@ struct LstmCellBackward : autograd::Node {
 struct GruCellBackward : autograd::Node {
   SavedTensor h_prev, workspace;
   std::string_view name() const override { return "gru_cell"; }
-  void release() override {
-    h_prev.release();
-    workspace.release();
-  }
+  void release() override { release_all(h_prev, workspace); }
   void backward(const Tensor& g, Tensor* grad_inputs) override {
     const Tensor hp = h_prev.unpack(*this), ws = workspace.unpack(*this), gy = raw::contiguous(g);
     TensorArg args[3];
