@@ -212,16 +212,28 @@ void from_hyper(const Hyper& h, RMSpropOptions& o) {
 
 // ---- TypedOptimizer ----
 
+namespace {
 template <class O>
-TypedOptimizer<O>::TypedOptimizer(std::string name, OptimizerOp op, bool decoupled, std::vector<Group> groups,
-                                  const O& defaults)
-    : Optimizer(std::move(name), op, decoupled), defaults_(defaults) {
+std::vector<OptimizerParamGroup<O>> one_group(std::vector<Tensor> params) {
+  std::vector<OptimizerParamGroup<O>> groups;
+  groups.emplace_back(std::move(params));
+  return groups;
+}
+}  // namespace
+
+template <class O>
+TypedOptimizer<O>::TypedOptimizer(std::vector<Tensor> params, const O& options)
+    : TypedOptimizer(one_group<O>(std::move(params)), options) {}
+
+template <class O>
+TypedOptimizer<O>::TypedOptimizer(std::vector<Group> groups, const O& defaults)
+    : Optimizer(Algorithm<O>::name, Algorithm<O>::op, Algorithm<O>::decoupled), defaults_(defaults) {
   for (Group& g : groups) add_param_group(std::move(g));
 }
 
 template <class O>
-TypedOptimizer<O>::TypedOptimizer(std::string name, OptimizerOp op, bool decoupled, std::vector<ParamGroup> groups)
-    : Optimizer(std::move(name), op, decoupled, std::move(groups)) {}
+TypedOptimizer<O>::TypedOptimizer(std::vector<ParamGroup> groups, int)
+    : Optimizer(Algorithm<O>::name, Algorithm<O>::op, Algorithm<O>::decoupled, std::move(groups)) {}
 
 template <class O>
 void TypedOptimizer<O>::add_param_group(Group group) {
@@ -250,36 +262,6 @@ template class TypedOptimizer<SGDOptions>;
 template class TypedOptimizer<AdamOptions>;
 template class TypedOptimizer<AdamWOptions>;
 template class TypedOptimizer<RMSpropOptions>;
-
-// ---- the optimizers ----
-
-namespace {
-template <class O>
-std::vector<OptimizerParamGroup<O>> one_group(std::vector<Tensor> params) {
-  std::vector<OptimizerParamGroup<O>> groups;
-  groups.emplace_back(std::move(params));
-  return groups;
-}
-}  // namespace
-
-SGD::SGD(std::vector<Tensor> params, const SGDOptions& options) : SGD(one_group<SGDOptions>(std::move(params)), options) {}
-SGD::SGD(std::vector<Group> groups, const SGDOptions& defaults)
-    : TypedOptimizer("SGD", OptimizerOp::sgd, false, std::move(groups), defaults) {}
-
-Adam::Adam(std::vector<Tensor> params, const AdamOptions& options)
-    : Adam(one_group<AdamOptions>(std::move(params)), options) {}
-Adam::Adam(std::vector<Group> groups, const AdamOptions& defaults)
-    : TypedOptimizer("Adam", OptimizerOp::adam, false, std::move(groups), defaults) {}
-
-AdamW::AdamW(std::vector<Tensor> params, const AdamWOptions& options)
-    : AdamW(one_group<AdamWOptions>(std::move(params)), options) {}
-AdamW::AdamW(std::vector<Group> groups, const AdamWOptions& defaults)
-    : TypedOptimizer("AdamW", OptimizerOp::adam, true, std::move(groups), defaults) {}
-
-RMSprop::RMSprop(std::vector<Tensor> params, const RMSpropOptions& options)
-    : RMSprop(one_group<RMSpropOptions>(std::move(params)), options) {}
-RMSprop::RMSprop(std::vector<Group> groups, const RMSpropOptions& defaults)
-    : TypedOptimizer("RMSprop", OptimizerOp::rmsprop, false, std::move(groups), defaults) {}
 
 double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type) {
   NoGradGuard no_grad;

@@ -135,14 +135,49 @@ void from_hyper(const Hyper& h, AdamOptions& o);
 void from_hyper(const Hyper& h, AdamWOptions& o);
 void from_hyper(const Hyper& h, RMSpropOptions& o);
 
-// What SGD, Adam, AdamW and RMSprop share: groups in the optimizer's own options type. Each also takes
-// a std::vector<ParamGroup> (a variable or a function's result, not a braced list, which would be
-// ambiguous with the Group form: `{{params}, {.lr = 0.1}}` fits both) for compatibility.
+// Each algorithm's name and kernel, by its options type.
+template <class O>
+struct Algorithm;
+template <>
+struct Algorithm<SGDOptions> {
+  static constexpr const char* name = "SGD";
+  static constexpr OptimizerOp op = OptimizerOp::sgd;
+  static constexpr bool decoupled = false;
+};
+template <>
+struct Algorithm<AdamOptions> {
+  static constexpr const char* name = "Adam";
+  static constexpr OptimizerOp op = OptimizerOp::adam;
+  static constexpr bool decoupled = false;
+};
+template <>
+struct Algorithm<AdamWOptions> {
+  static constexpr const char* name = "AdamW";
+  static constexpr OptimizerOp op = OptimizerOp::adam;
+  static constexpr bool decoupled = true;  // p ← p·(1 - lr·wd)
+};
+template <>
+struct Algorithm<RMSpropOptions> {
+  static constexpr const char* name = "RMSprop";
+  static constexpr OptimizerOp op = OptimizerOp::rmsprop;
+  static constexpr bool decoupled = false;
+};
+
+// What SGD, Adam, AdamW and RMSprop share: groups in the optimizer's own options type, and their
+// constructors: parameters with one options value, groups (each with its own options or the defaults),
+// or, for compatibility, a std::vector<ParamGroup> of complete Hypers (a variable or a function's result,
+// not a braced list, which would be ambiguous with the Group form: `{{params}, {.lr = 0.1}}` fits both).
 template <class O>
 class TypedOptimizer : public Optimizer {
  public:
   using Options = O;
   using Group = OptimizerParamGroup<O>;
+
+  TypedOptimizer(std::vector<Tensor> params, const O& options = {});
+  TypedOptimizer(std::vector<Group> groups, const O& defaults = {});
+  template <class V>
+    requires std::same_as<std::remove_cvref_t<V>, std::vector<ParamGroup>>
+  explicit TypedOptimizer(V&& groups) : TypedOptimizer(std::vector<ParamGroup>(std::forward<V>(groups)), 0) {}
 
   // The options groups without their own take (the constructor's).
   const O& defaults() const { return defaults_; }
@@ -155,11 +190,9 @@ class TypedOptimizer : public Optimizer {
   // Adds a group: its own options, or the defaults.
   void add_param_group(Group group);
 
- protected:
-  TypedOptimizer(std::string name, OptimizerOp op, bool decoupled, std::vector<Group> groups, const O& defaults);
-  TypedOptimizer(std::string name, OptimizerOp op, bool decoupled, std::vector<ParamGroup> groups);
-
  private:
+  TypedOptimizer(std::vector<ParamGroup> groups, int /* the compatibility form */);
+
   O defaults_;
 };
 extern template class TypedOptimizer<SGDOptions>;
@@ -167,53 +200,32 @@ extern template class TypedOptimizer<AdamOptions>;
 extern template class TypedOptimizer<AdamWOptions>;
 extern template class TypedOptimizer<RMSpropOptions>;
 
-// SGD with momentum, dampening, Nesterov and weight decay (SGDOptions).
+// SGD with momentum, dampening, Nesterov and weight decay (SGDOptions). The compatibility form's Hyper
+// fields: lr, weight_decay, momentum, dampening, nesterov, maximize.
 class SGD : public TypedOptimizer<SGDOptions> {
  public:
-  SGD(std::vector<Tensor> params, const SGDOptions& options = {});
-  SGD(std::vector<Group> groups, const SGDOptions& defaults = {});
-  // Compatibility: each group's complete Hyper (lr, weight_decay, momentum, dampening, nesterov, maximize).
-  template <class V>
-    requires std::same_as<std::remove_cvref_t<V>, std::vector<ParamGroup>>
-  explicit SGD(V&& groups)
-      : TypedOptimizer("SGD", OptimizerOp::sgd, false, std::vector<ParamGroup>(std::forward<V>(groups))) {}
+  using TypedOptimizer::TypedOptimizer;
 };
 
-// Adam (L2 weight decay added to the gradient; AdamOptions).
+// Adam (L2 weight decay added to the gradient; AdamOptions). Hyper fields: lr, weight_decay, beta1, beta2,
+// eps, amsgrad, maximize.
 class Adam : public TypedOptimizer<AdamOptions> {
  public:
-  Adam(std::vector<Tensor> params, const AdamOptions& options = {});
-  Adam(std::vector<Group> groups, const AdamOptions& defaults = {});
-  // Compatibility: each group's complete Hyper (lr, weight_decay, beta1, beta2, eps, amsgrad, maximize).
-  template <class V>
-    requires std::same_as<std::remove_cvref_t<V>, std::vector<ParamGroup>>
-  explicit Adam(V&& groups)
-      : TypedOptimizer("Adam", OptimizerOp::adam, false, std::vector<ParamGroup>(std::forward<V>(groups))) {}
+  using TypedOptimizer::TypedOptimizer;
 };
 
-// AdamW: decoupled weight decay (p ← p·(1 - lr·wd)); AdamWOptions, weight_decay 1e-2 by default.
+// AdamW: decoupled weight decay (p ← p·(1 - lr·wd)); AdamWOptions, weight_decay 1e-2 by default. Hyper
+// fields: as Adam's. NOTE: Hyper's weight_decay defaults to 0, not AdamW's 1e-2.
 class AdamW : public TypedOptimizer<AdamWOptions> {
  public:
-  AdamW(std::vector<Tensor> params, const AdamWOptions& options = {});
-  AdamW(std::vector<Group> groups, const AdamWOptions& defaults = {});
-  // Compatibility: as Adam's. NOTE: Hyper's weight_decay defaults to 0, not AdamW's 1e-2.
-  template <class V>
-    requires std::same_as<std::remove_cvref_t<V>, std::vector<ParamGroup>>
-  explicit AdamW(V&& groups)
-      : TypedOptimizer("AdamW", OptimizerOp::adam, true, std::vector<ParamGroup>(std::forward<V>(groups))) {}
+  using TypedOptimizer::TypedOptimizer;
 };
 
-// RMSprop (RMSpropOptions: alpha 0.99, lr 1e-2 by default).
+// RMSprop (RMSpropOptions: alpha 0.99, lr 1e-2 by default). Hyper fields: lr, weight_decay, momentum,
+// centered, eps, maximize, and alpha as beta2 (NOTE: Hyper's beta2 defaults to Adam's 0.999, not 0.99).
 class RMSprop : public TypedOptimizer<RMSpropOptions> {
  public:
-  RMSprop(std::vector<Tensor> params, const RMSpropOptions& options = {});
-  RMSprop(std::vector<Group> groups, const RMSpropOptions& defaults = {});
-  // Compatibility: each group's complete Hyper (lr, weight_decay, momentum, centered, eps, maximize, and
-  // alpha as beta2; NOTE: Hyper's beta2 defaults to Adam's 0.999, not RMSprop's 0.99).
-  template <class V>
-    requires std::same_as<std::remove_cvref_t<V>, std::vector<ParamGroup>>
-  explicit RMSprop(V&& groups)
-      : TypedOptimizer("RMSprop", OptimizerOp::rmsprop, false, std::vector<ParamGroup>(std::forward<V>(groups))) {}
+  using TypedOptimizer::TypedOptimizer;
 };
 
 // Scales all gradients so their joint norm is at most max_norm; returns the norm before clipping (as

@@ -93,8 +93,8 @@ class LRScheduler {
   std::vector<double> base_lrs_, last_lr_;
 
   friend class LinearWarmup;
+  friend class SchedulerList;
   friend class SequentialLR;
-  friend class ChainedScheduler;
 };
 
 // A factor of the epoch (last_epoch()), for LambdaLR and MultiplicativeLR: e.g. [](int64_t e) { return
@@ -307,6 +307,22 @@ class CyclicLR : public LRScheduler {
   double total_size_, step_ratio_;
 };
 
+// What SequentialLR and ChainedScheduler share: the schedulers they step, whose states their state_dict
+// holds under "scheduler.schedulers.i.", and no lr of their own (get_lr: the groups' lrs now).
+class SchedulerList : public LRScheduler {
+ public:
+  bool can_restart() const override { return false; }
+  const std::vector<std::shared_ptr<LRScheduler>>& schedulers() const { return schedulers_; }
+
+ protected:
+  SchedulerList(Optimizer& optimizer, std::string name, std::vector<std::shared_ptr<LRScheduler>>&& schedulers);
+  std::vector<double> get_lr() override { return current_lrs(); }
+  void save_state(const std::string& prefix, NamedTensors& out) const override;
+  void load_state(const std::string& prefix, KeyMap& given) override;
+
+  std::vector<std::shared_ptr<LRScheduler>> schedulers_;
+};
+
 // Schedulers in turn (torch SequentialLR): schedulers[0] until milestones[0], then schedulers[1] (which
 // restarts at its epoch 0 on that step) until milestones[1], and so on. Build every scheduler on
 // `optimizer`, in order, inside the braces (a braced list is evaluated left to right), e.g.
@@ -317,20 +333,12 @@ class CyclicLR : public LRScheduler {
 // increasing from >= 1, or a scheduler is null, on another optimizer, or one that cannot restart at
 // epoch 0 (ReduceLROnPlateau, SequentialLR, ChainedScheduler, LinearWarmup). state_dict holds each
 // scheduler's state under "scheduler.schedulers.i.".
-class SequentialLR : public LRScheduler {
+class SequentialLR : public SchedulerList {
  public:
   SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers, std::vector<int64_t> milestones);
   void step() override;
-  bool can_restart() const override { return false; }
-  const std::vector<std::shared_ptr<LRScheduler>>& schedulers() const { return schedulers_; }
-
- protected:
-  std::vector<double> get_lr() override;
-  void save_state(const std::string& prefix, NamedTensors& out) const override;
-  void load_state(const std::string& prefix, KeyMap& given) override;
 
  private:
-  std::vector<std::shared_ptr<LRScheduler>> schedulers_;
   std::vector<int64_t> milestones_;
 };
 
@@ -339,20 +347,10 @@ class SequentialLR : public LRScheduler {
 // its own: each scheduler made its own when built (in order: build them inside the braces). last_epoch()
 // counts its steps. Throws when the list is empty, holds a null, a ReduceLROnPlateau, or schedulers of
 // different optimizers. state_dict holds each one's state under "scheduler.schedulers.i.".
-class ChainedScheduler : public LRScheduler {
+class ChainedScheduler : public SchedulerList {
  public:
   explicit ChainedScheduler(std::vector<std::shared_ptr<LRScheduler>> schedulers);
   void step() override;
-  bool can_restart() const override { return false; }
-  const std::vector<std::shared_ptr<LRScheduler>>& schedulers() const { return schedulers_; }
-
- protected:
-  std::vector<double> get_lr() override;
-  void save_state(const std::string& prefix, NamedTensors& out) const override;
-  void load_state(const std::string& prefix, KeyMap& given) override;
-
- private:
-  std::vector<std::shared_ptr<LRScheduler>> schedulers_;
 };
 
 enum class Anneal { cos, linear };

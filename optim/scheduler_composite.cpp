@@ -17,11 +17,27 @@ Optimizer& first_optimizer(const std::vector<std::shared_ptr<LRScheduler>>& sche
 
 }  // namespace
 
+// ---- SchedulerList ----
+
+SchedulerList::SchedulerList(Optimizer& optimizer, std::string name,
+                             std::vector<std::shared_ptr<LRScheduler>>&& schedulers)
+    : LRScheduler(optimizer, std::move(name)), schedulers_(std::move(schedulers)) {}
+
+void SchedulerList::save_state(const std::string& prefix, NamedTensors& out) const {
+  LRScheduler::save_state(prefix, out);
+  for (size_t i = 0; i < schedulers_.size(); ++i) schedulers_[i]->save_state(child_prefix(prefix, i), out);
+}
+
+void SchedulerList::load_state(const std::string& prefix, KeyMap& given) {
+  for (size_t i = 0; i < schedulers_.size(); ++i) schedulers_[i]->load_state(child_prefix(prefix, i), given);
+  LRScheduler::load_state(prefix, given);  // last: its lrs are the schedulers', now the groups'
+}
+
 // ---- SequentialLR ----
 
 SequentialLR::SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers,
                            std::vector<int64_t> milestones)
-    : LRScheduler(optimizer, "SequentialLR"), schedulers_(std::move(schedulers)), milestones_(std::move(milestones)) {
+    : SchedulerList(optimizer, "SequentialLR", std::move(schedulers)), milestones_(std::move(milestones)) {
   EMBER_CHECK(!schedulers_.empty(), "SequentialLR: needs at least one scheduler");
   for (size_t i = 0; i < schedulers_.size(); ++i) {
     EMBER_CHECK(schedulers_[i] != nullptr, "SequentialLR: scheduler ", i, " is null");
@@ -53,22 +69,10 @@ void SequentialLR::step() {
   last_lr_ = s.last_lr();
 }
 
-std::vector<double> SequentialLR::get_lr() { return current_lrs(); }
-
-void SequentialLR::save_state(const std::string& prefix, NamedTensors& out) const {
-  LRScheduler::save_state(prefix, out);
-  for (size_t i = 0; i < schedulers_.size(); ++i) schedulers_[i]->save_state(child_prefix(prefix, i), out);
-}
-
-void SequentialLR::load_state(const std::string& prefix, KeyMap& given) {
-  for (size_t i = 0; i < schedulers_.size(); ++i) schedulers_[i]->load_state(child_prefix(prefix, i), given);
-  LRScheduler::load_state(prefix, given);  // last: its lrs are the active scheduler's, now the groups'
-}
-
 // ---- ChainedScheduler ----
 
 ChainedScheduler::ChainedScheduler(std::vector<std::shared_ptr<LRScheduler>> schedulers)
-    : LRScheduler(first_optimizer(schedulers), "ChainedScheduler"), schedulers_(std::move(schedulers)) {
+    : SchedulerList(first_optimizer(schedulers), "ChainedScheduler", std::move(schedulers)) {
   for (size_t i = 0; i < schedulers_.size(); ++i) {
     EMBER_CHECK(schedulers_[i] != nullptr, "ChainedScheduler: scheduler ", i, " is null");
     EMBER_CHECK(&schedulers_[i]->optimizer() == &optimizer_, "ChainedScheduler: schedulers 0 and ", i,
@@ -84,18 +88,6 @@ void ChainedScheduler::step() {
   for (auto& s : schedulers_) s->step();
   ++last_epoch_;
   last_lr_ = current_lrs();
-}
-
-std::vector<double> ChainedScheduler::get_lr() { return current_lrs(); }
-
-void ChainedScheduler::save_state(const std::string& prefix, NamedTensors& out) const {
-  LRScheduler::save_state(prefix, out);
-  for (size_t i = 0; i < schedulers_.size(); ++i) schedulers_[i]->save_state(child_prefix(prefix, i), out);
-}
-
-void ChainedScheduler::load_state(const std::string& prefix, KeyMap& given) {
-  for (size_t i = 0; i < schedulers_.size(); ++i) schedulers_[i]->load_state(child_prefix(prefix, i), given);
-  LRScheduler::load_state(prefix, given);
 }
 
 }  // namespace ember::optim
