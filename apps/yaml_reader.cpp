@@ -26,6 +26,22 @@ std::string shown(const YAML::Node& node) {
   return "nothing";
 }
 
+// The `kind` (e.g. "an integer") at a key whose node is n, nullopt where the key is missing (then fallback,
+// or it is required): parse(scalar), which must pass ok, as `item range` (e.g. "a finite number > 0") says.
+// fail(what) must throw.
+template <typename T, typename Parse, typename Ok, typename Fail>
+T one_item(const std::optional<YAML::Node>& node, const std::optional<T>& fallback, const char* kind,
+           const char* item, const char* range, Parse parse, Ok ok, Fail fail) {
+  if (!node) {
+    if (!fallback) fail(std::string("missing required key (") + kind + " " + range + ")");
+    return *fallback;
+  }
+  if (!node->IsScalar()) fail(std::string("expected ") + kind + " " + range + ", got " + shown(*node));
+  const std::optional<T> v = parse(node->Scalar());
+  if (!v || !ok(*v)) fail(std::string("expected ") + item + " " + range + ", got '" + node->Scalar() + "'");
+  return *v;
+}
+
 // The list of `kind` (e.g. "integers") at a key whose node is n, nullopt where the key is missing (then
 // fallback, or it is required): one scalar stands for a list of one (`size: 224` for `size: [224]`); each
 // item is parse(scalar) and must pass ok, as `items range` (e.g. "integers >= 1") says.
@@ -199,30 +215,18 @@ YAML::Node Section::scalar(const std::string& key, const char* expected) {
 
 int64_t Section::integer(const std::string& key, std::optional<int64_t> fallback,
                          const std::function<bool(int64_t)>& ok, const char* range) {
-  if (!has(key)) {
-    if (!fallback) fail(key, std::string("missing required key (an integer ") + range + ")");
-    return *fallback;
-  }
-  const std::string expected = std::string("an integer ") + range;
-  const YAML::Node n = scalar(key, expected.c_str());
-  const auto v = parse_int(n.Scalar());
-  if (!v || (ok && !ok(*v))) fail(key, "expected " + expected + ", got '" + n.Scalar() + "'");
-  return *v;
+  return one_item<int64_t>(has(key) ? node_[key] : std::optional<YAML::Node>(), fallback, "an integer", "an integer",
+                           range, parse_int, [&](int64_t v) { return !ok || ok(v); },
+                           [&](const std::string& what) { fail(key, what); });
 }
 
 double Section::number(const std::string& key, std::optional<double> fallback, const std::function<bool(double)>& ok,
                        const char* range) {
-  if (!has(key)) {
-    if (!fallback) fail(key, std::string("missing required key (a number ") + range + ")");
-    return *fallback;
-  }
-  const std::string expected = std::string("a number ") + range;
-  const YAML::Node n = scalar(key, expected.c_str());
-  const auto v = parse_number(n.Scalar());
   // NaN fails every range: a finite value is always required.
-  if (!v || !std::isfinite(*v) || (ok && !ok(*v)))
-    fail(key, "expected a finite number " + std::string(range) + ", got '" + n.Scalar() + "'");
-  return *v;
+  return one_item<double>(has(key) ? node_[key] : std::optional<YAML::Node>(), fallback, "a number",
+                          "a finite number", range, parse_number,
+                          [&](double v) { return std::isfinite(v) && (!ok || ok(v)); },
+                          [&](const std::string& what) { fail(key, what); });
 }
 
 bool Section::boolean(const std::string& key, bool fallback) {
