@@ -94,12 +94,7 @@ Tensor conv_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, c
   std::vector<int64_t> pads;
   for (size_t r = 0; r < D; ++r) {
     const size_t d = D - 1 - r;
-    int64_t left = o.padding()[d], right = o.padding()[d];
-    if (o.padding().is_same()) {
-      const int64_t total = o.dilation()[d] * (weight.size(static_cast<int64_t>(2 + d)) - 1);
-      left = total / 2;
-      right = total - left;
-    }
+    const auto [left, right] = o.padding().before_after(d, weight.size(static_cast<int64_t>(2 + d)), o.dilation()[d]);
     pads.push_back(left);
     pads.push_back(right);
   }
@@ -111,12 +106,25 @@ Tensor conv_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, c
   return unbatched ? y.squeeze(0) : y;
 }
 
+// A convolution's weight shape: [rows, cols, K...].
+template <size_t D>
+Shape weight_shape(int64_t rows, int64_t cols, const ExpandingArray<D>& kernel) {
+  Shape shape{rows, cols};
+  for (size_t d = 0; d < D; ++d) shape.push_back(kernel[d]);
+  return shape;
+}
+
+// One number for a 1-D option, a pair (or one number when both are alike) for a 2-D one.
+template <size_t D>
+std::string dims_str(const ExpandingArray<D>& a) {
+  return D == 1 ? std::to_string(a[0]) : pair_str(a.data());
+}
+
 template <size_t D>
 std::string padding_str(const ConvPadding<D>& p) {
   if (p.is_same()) return "'same'";
   if (p.is_valid()) return "'valid'";
-  if (D == 1) return std::to_string(p[0]);
-  return pair_str(p.data());
+  return dims_str<D>(p);
 }
 
 // The output_padding that gives output_size (PyTorch's _ConvTransposeNd._output_padding).
@@ -141,105 +149,80 @@ ConvTransposeOptions<D> with_output_size(const char* layer, const Tensor& x, con
 
 template <size_t D>
 std::string conv_transpose_describe(const char* name, const ConvTransposeOptions<D>& o) {
-  const auto str = [](const ExpandingArray<D>& a) { return D == 1 ? std::to_string(a[0]) : pair_str(a.data()); };
   std::ostringstream s;
-  s << name << "(" << o.in_channels() << ", " << o.out_channels() << ", kernel=" << str(o.kernel_size())
-    << ", stride=" << str(o.stride()) << ", padding=" << str(o.padding());
-  if (o.output_padding() != ExpandingArray<D>(0)) s << ", output_padding=" << str(o.output_padding());
-  if (o.dilation() != ExpandingArray<D>(1)) s << ", dilation=" << str(o.dilation());
+  s << name << "(" << o.in_channels() << ", " << o.out_channels() << ", kernel=" << dims_str(o.kernel_size())
+    << ", stride=" << dims_str(o.stride()) << ", padding=" << dims_str(o.padding());
+  if (o.output_padding() != ExpandingArray<D>(0)) s << ", output_padding=" << dims_str(o.output_padding());
+  if (o.dilation() != ExpandingArray<D>(1)) s << ", dilation=" << dims_str(o.dilation());
   if (o.groups() != 1) s << ", groups=" << o.groups();
   if (!o.bias()) s << ", bias=false";
   return s.str() + ")";
 }
 }  // namespace
 
-Conv2d::Conv2d(const Conv2dOptions& o, Generator* gen) : options(o) {
-  const auto& k = o.kernel_size();
-  check_conv("Conv2d", o.in_channels(), o.out_channels(), o.groups(), k.data(), 2);
-  check_same("Conv2d", o);
-  weight = register_parameter("weight", empty({o.out_channels(), o.in_channels() / o.groups(), k[0], k[1]}));
+template <size_t D>
+ConvNd<D>::ConvNd(const ConvOptions<D>& o, Generator* gen) : options(o) {
+  check_conv(kName, o.in_channels(), o.out_channels(), o.groups(), o.kernel_size().data(), D);
+  check_same(kName, o);
+  weight = register_parameter("weight", empty(weight_shape(o.out_channels(), o.in_channels() / o.groups(), o.kernel_size())));
   if (o.bias()) bias = register_parameter("bias", empty({o.out_channels()}));
-  default_init(weight, o.bias() ? &bias : nullptr, gen);
+  default_init(weight, o.bias() ? &bias : nullptr, gen);  // fan_in = C/groups · ΠK, as PyTorch's
 }
 
-Tensor Conv2d::forward(const Tensor& x) {
+template <size_t D>
+Tensor ConvNd<D>::forward(const Tensor& x) {
   check_input_dtype(x, weight);
-  return conv_forward<2>(x, weight, bias, options, [](const auto&... a) { return functional::conv2d(a...); });
+  return conv_forward<D>(x, weight, bias, options, [](const auto&... a) {
+    if constexpr (D == 1) return functional::conv1d(a...);
+    else return functional::conv2d(a...);
+  });
 }
 
-std::string Conv2d::describe() const {
+template <size_t D>
+std::string ConvNd<D>::describe() const {
   const auto& o = options;
   std::ostringstream s;
-  s << "Conv2d(" << o.in_channels() << ", " << o.out_channels() << ", kernel=" << pair_str(o.kernel_size().data())
-    << ", stride=" << pair_str(o.stride().data()) << ", padding=" << padding_str(o.padding());
-  if (o.dilation() != ExpandingArray<2>(1)) s << ", dilation=" << pair_str(o.dilation().data());
+  s << kName << "(" << o.in_channels() << ", " << o.out_channels() << ", kernel=" << dims_str(o.kernel_size())
+    << ", stride=" << dims_str(o.stride()) << ", padding=" << padding_str(o.padding());
+  if (o.dilation() != ExpandingArray<D>(1)) s << ", dilation=" << dims_str(o.dilation());
   if (o.groups() != 1) s << ", groups=" << o.groups();
   if (!o.bias()) s << ", bias=false";
   if (o.padding_mode() != PaddingMode::zeros) s << ", padding_mode=" << padding_mode_name(o.padding_mode());
   return s.str() + ")";
 }
 
-Conv1d::Conv1d(const Conv1dOptions& o, Generator* gen) : options(o) {
-  check_conv("Conv1d", o.in_channels(), o.out_channels(), o.groups(), o.kernel_size().data(), 1);
-  check_same("Conv1d", o);
-  weight = register_parameter("weight", empty({o.out_channels(), o.in_channels() / o.groups(), o.kernel_size()[0]}));
+template class ConvNd<1>;
+template class ConvNd<2>;
+
+template <size_t D>
+ConvTransposeNd<D>::ConvTransposeNd(const ConvTransposeOptions<D>& o, Generator* gen) : options(o) {
+  check_conv(kName, o.in_channels(), o.out_channels(), o.groups(), o.kernel_size().data(), D);
+  weight = register_parameter("weight", empty(weight_shape(o.in_channels(), o.out_channels() / o.groups(), o.kernel_size())));
   if (o.bias()) bias = register_parameter("bias", empty({o.out_channels()}));
-  default_init(weight, o.bias() ? &bias : nullptr, gen);  // fan_in = C/groups · K, as PyTorch's
+  default_init(weight, o.bias() ? &bias : nullptr, gen);  // fan_in = C_out/groups · ΠK, as PyTorch's
 }
 
-Tensor Conv1d::forward(const Tensor& x) {
+template <size_t D>
+Tensor ConvTransposeNd<D>::forward(const Tensor& x) {
   check_input_dtype(x, weight);
-  return conv_forward<1>(x, weight, bias, options, [](const auto&... a) { return functional::conv1d(a...); });
+  if constexpr (D == 1) return functional::conv_transpose1d(x, weight, bias, options);
+  else return functional::conv_transpose2d(x, weight, bias, options);
 }
 
-std::string Conv1d::describe() const {
-  const auto& o = options;
-  std::ostringstream s;
-  s << "Conv1d(" << o.in_channels() << ", " << o.out_channels() << ", kernel=" << o.kernel_size()[0]
-    << ", stride=" << o.stride()[0] << ", padding=" << padding_str(o.padding());
-  if (o.dilation()[0] != 1) s << ", dilation=" << o.dilation()[0];
-  if (o.groups() != 1) s << ", groups=" << o.groups();
-  if (!o.bias()) s << ", bias=false";
-  if (o.padding_mode() != PaddingMode::zeros) s << ", padding_mode=" << padding_mode_name(o.padding_mode());
-  return s.str() + ")";
+template <size_t D>
+Tensor ConvTransposeNd<D>::forward(const Tensor& x, const std::vector<int64_t>& output_size) {
+  const ConvTransposeOptions<D> o = with_output_size(kName, x, weight, options, output_size);
+  if constexpr (D == 1) return functional::conv_transpose1d(x, weight, bias, o);
+  else return functional::conv_transpose2d(x, weight, bias, o);
 }
 
-ConvTranspose2d::ConvTranspose2d(const ConvTranspose2dOptions& o, Generator* gen) : options(o) {
-  const auto& k = o.kernel_size();
-  check_conv("ConvTranspose2d", o.in_channels(), o.out_channels(), o.groups(), k.data(), 2);
-  weight = register_parameter("weight", empty({o.in_channels(), o.out_channels() / o.groups(), k[0], k[1]}));
-  if (o.bias()) bias = register_parameter("bias", empty({o.out_channels()}));
-  default_init(weight, o.bias() ? &bias : nullptr, gen);  // fan_in = C_out/groups · KH · KW, as PyTorch's
+template <size_t D>
+std::string ConvTransposeNd<D>::describe() const {
+  return conv_transpose_describe(kName, options);
 }
 
-Tensor ConvTranspose2d::forward(const Tensor& x) {
-  check_input_dtype(x, weight);
-  return functional::conv_transpose2d(x, weight, bias, options);
-}
-
-Tensor ConvTranspose2d::forward(const Tensor& x, const std::vector<int64_t>& output_size) {
-  return functional::conv_transpose2d(x, weight, bias, with_output_size("ConvTranspose2d", x, weight, options, output_size));
-}
-
-std::string ConvTranspose2d::describe() const { return conv_transpose_describe("ConvTranspose2d", options); }
-
-ConvTranspose1d::ConvTranspose1d(const ConvTranspose1dOptions& o, Generator* gen) : options(o) {
-  check_conv("ConvTranspose1d", o.in_channels(), o.out_channels(), o.groups(), o.kernel_size().data(), 1);
-  weight = register_parameter("weight", empty({o.in_channels(), o.out_channels() / o.groups(), o.kernel_size()[0]}));
-  if (o.bias()) bias = register_parameter("bias", empty({o.out_channels()}));
-  default_init(weight, o.bias() ? &bias : nullptr, gen);
-}
-
-Tensor ConvTranspose1d::forward(const Tensor& x) {
-  check_input_dtype(x, weight);
-  return functional::conv_transpose1d(x, weight, bias, options);
-}
-
-Tensor ConvTranspose1d::forward(const Tensor& x, const std::vector<int64_t>& output_size) {
-  return functional::conv_transpose1d(x, weight, bias, with_output_size("ConvTranspose1d", x, weight, options, output_size));
-}
-
-std::string ConvTranspose1d::describe() const { return conv_transpose_describe("ConvTranspose1d", options); }
+template class ConvTransposeNd<1>;
+template class ConvTransposeNd<2>;
 
 namespace {
 std::string pool_describe(const char* name, const Pool2dOptions& o) {

@@ -25,41 +25,42 @@ class Linear : public Module {
   int64_t in_features, out_features;
 };
 
+// Conv2d and Conv1d, one template (LibTorch's ConvNdImpl). Conv2d:
 // x [N, C_in, H, W] (or [C_in, H, W]) → [N, C_out, OH, OW]; weight [C_out, C_in/groups, KH, KW] and bias
 // [C_out] ~ U(-1/√fan_in, 1/√fan_in) (PyTorch's init). Options: nn/options.h. padding may be nn::kSame /
 // "same" (stride 1) or nn::kValid; padding_mode reflect / replicate / circular pads with F::pad first, as
 // PyTorch's Conv2d (same + an even kernel: the odd extra on the right/bottom there too).
 //   nn::Conv2d(nn::Conv2dOptions(1, 32, 3).stride(1).padding(1));   nn::Conv2d(1, 32, 3);
 //   nn::Conv2d({.in_channels = 1, .out_channels = 32, .kernel_size = 3, .padding = 1});
-class Conv2d : public Module {
+template <size_t D>
+class ConvNd : public Module {
  public:
-  explicit Conv2d(const Conv2dOptions& options, Generator* gen = nullptr);
-  explicit Conv2d(const Conv2dOptions::Fields& options, Generator* gen = nullptr)
-      : Conv2d(Conv2dOptions(options), gen) {}
+  explicit ConvNd(const ConvOptions<D>& options, Generator* gen = nullptr);
+  explicit ConvNd(const typename ConvOptions<D>::Fields& options, Generator* gen = nullptr)
+      : ConvNd(ConvOptions<D>(options), gen) {}
   // cppcheck-suppress passedByValue ; two integers, cheaper by value
-  Conv2d(int64_t in_channels, int64_t out_channels, ExpandingArray<2> kernel_size, Generator* gen = nullptr)
-      : Conv2d(Conv2dOptions(in_channels, out_channels, kernel_size), gen) {}
+  ConvNd(int64_t in_channels, int64_t out_channels, ExpandingArray<D> kernel_size, Generator* gen = nullptr)
+      : ConvNd(ConvOptions<D>(in_channels, out_channels, kernel_size), gen) {}
   Tensor forward(const Tensor& x) override;
-  std::string type_name() const override { return "Conv2d"; }
+  static constexpr const char* kName = D == 1 ? "Conv1d" : "Conv2d";
+  std::string type_name() const override { return kName; }
   std::string describe() const override;
   Tensor weight, bias;
-  Conv2dOptions options;
+  ConvOptions<D> options;
+};
+extern template class ConvNd<1>;
+extern template class ConvNd<2>;
+
+class Conv2d : public ConvNd<2> {
+ public:
+  using ConvNd::ConvNd;
 };
 
 // x [N, C_in, L] (or [C_in, L]) → [N, C_out, OL]; weight [C_out, C_in/groups, K], bias [C_out], PyTorch's
 // init. Runs as a Conv2d of unit height (nn::functional::conv1d).
-class Conv1d : public Module {
+class Conv1d : public ConvNd<1> {
  public:
-  explicit Conv1d(const Conv1dOptions& options, Generator* gen = nullptr);
-  explicit Conv1d(const Conv1dOptions::Fields& options, Generator* gen = nullptr)
-      : Conv1d(Conv1dOptions(options), gen) {}
-  Conv1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, Generator* gen = nullptr)
-      : Conv1d(Conv1dOptions(in_channels, out_channels, kernel_size), gen) {}
-  Tensor forward(const Tensor& x) override;
-  std::string type_name() const override { return "Conv1d"; }
-  std::string describe() const override;
-  Tensor weight, bias;
-  Conv1dOptions options;
+  using ConvNd::ConvNd;
 };
 
 // Transposed convolutions (PyTorch's ConvTranspose1d/2d): x [N, C_in, *] (or unbatched) → [N, C_out, *] with
@@ -67,35 +68,34 @@ class Conv1d : public Module {
 // [C_in, C_out/groups, K...] and bias [C_out] ~ U(-1/√fan_in, 1/√fan_in), fan_in = C_out/groups · ΠK (PyTorch's
 // init on this weight layout). forward(x, output_size) picks the output_padding that gives output_size
 // (its last 1 or 2 values; it must lie within stride - 1 of the smallest size), as PyTorch's forward.
-class ConvTranspose2d : public Module {
+template <size_t D>
+class ConvTransposeNd : public Module {
  public:
-  explicit ConvTranspose2d(const ConvTranspose2dOptions& options, Generator* gen = nullptr);
-  explicit ConvTranspose2d(const ConvTranspose2dOptions::Fields& options, Generator* gen = nullptr)
-      : ConvTranspose2d(ConvTranspose2dOptions(options), gen) {}
+  explicit ConvTransposeNd(const ConvTransposeOptions<D>& options, Generator* gen = nullptr);
+  explicit ConvTransposeNd(const typename ConvTransposeOptions<D>::Fields& options, Generator* gen = nullptr)
+      : ConvTransposeNd(ConvTransposeOptions<D>(options), gen) {}
   // cppcheck-suppress passedByValue ; two integers, cheaper by value
-  ConvTranspose2d(int64_t in_channels, int64_t out_channels, ExpandingArray<2> kernel_size, Generator* gen = nullptr)
-      : ConvTranspose2d(ConvTranspose2dOptions(in_channels, out_channels, kernel_size), gen) {}
+  ConvTransposeNd(int64_t in_channels, int64_t out_channels, ExpandingArray<D> kernel_size, Generator* gen = nullptr)
+      : ConvTransposeNd(ConvTransposeOptions<D>(in_channels, out_channels, kernel_size), gen) {}
   Tensor forward(const Tensor& x) override;
   Tensor forward(const Tensor& x, const std::vector<int64_t>& output_size);
-  std::string type_name() const override { return "ConvTranspose2d"; }
+  static constexpr const char* kName = D == 1 ? "ConvTranspose1d" : "ConvTranspose2d";
+  std::string type_name() const override { return kName; }
   std::string describe() const override;
   Tensor weight, bias;
-  ConvTranspose2dOptions options;
+  ConvTransposeOptions<D> options;
+};
+extern template class ConvTransposeNd<1>;
+extern template class ConvTransposeNd<2>;
+
+class ConvTranspose2d : public ConvTransposeNd<2> {
+ public:
+  using ConvTransposeNd::ConvTransposeNd;
 };
 
-class ConvTranspose1d : public Module {
+class ConvTranspose1d : public ConvTransposeNd<1> {
  public:
-  explicit ConvTranspose1d(const ConvTranspose1dOptions& options, Generator* gen = nullptr);
-  explicit ConvTranspose1d(const ConvTranspose1dOptions::Fields& options, Generator* gen = nullptr)
-      : ConvTranspose1d(ConvTranspose1dOptions(options), gen) {}
-  ConvTranspose1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, Generator* gen = nullptr)
-      : ConvTranspose1d(ConvTranspose1dOptions(in_channels, out_channels, kernel_size), gen) {}
-  Tensor forward(const Tensor& x) override;
-  Tensor forward(const Tensor& x, const std::vector<int64_t>& output_size);
-  std::string type_name() const override { return "ConvTranspose1d"; }
-  std::string describe() const override;
-  Tensor weight, bias;
-  ConvTranspose1dOptions options;
+  using ConvTransposeNd::ConvTransposeNd;
 };
 
 // nn::MaxPool2d(2), nn::MaxPool2d(nn::MaxPool2dOptions(3).stride(2).ceil_mode(true)),

@@ -18,6 +18,7 @@
 #include <initializer_list>
 #include <optional>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -81,6 +82,14 @@ struct ConvPadding : ExpandingArray<D> {
   }
   bool is_same() const { return kind == Kind::same; }
   bool is_valid() const { return kind == Kind::valid; }
+  // Spatial dim d's padding before and after: the ints; none for "valid"; for "same" PyTorch's split of
+  // dilation·(kernel - 1): ⌊total/2⌋ before, the odd extra after.
+  std::pair<int64_t, int64_t> before_after(size_t d, int64_t kernel, int64_t dilation) const {
+    if (is_valid()) return {0, 0};
+    if (!is_same()) return {(*this)[d], (*this)[d]};
+    const int64_t total = dilation * (kernel - 1);
+    return {total / 2, total - total / 2};
+  }
   bool operator==(const ConvPadding&) const = default;
 };
 

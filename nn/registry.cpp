@@ -271,6 +271,51 @@ PaddingMode padding_mode(const Args& a) {
   return m == "reflect" ? PaddingMode::reflect : m == "replicate" ? PaddingMode::replicate
        : m == "circular" ? PaddingMode::circular : PaddingMode::zeros;
 }
+
+// A D-d layer's spatial key: a pair for 2-D, one integer for 1-D.
+template <size_t D>
+ExpandingArray<D> dims(const Args& a, const char* key) {
+  if constexpr (D == 2) return hw(a.pair(key));
+  else return ExpandingArray<1>(a.integer(key));
+}
+
+// A D-d conv layer's input channels: of an image [C, H, W] for 2-D, of a sequence [C, L] for 1-D.
+template <size_t D>
+int64_t conv_channels(const Args& a, const char* type) {
+  if constexpr (D == 2) return need_channels(a, type);
+  if (a.in.size() != 2)
+    a.error(std::string(type) + " needs sequence input [C, L], but the input here is " + a.in.str() +
+            " (one sample, no batch dim)");
+  return a.in[0];
+}
+
+// conv1d / conv2d.
+template <size_t D>
+std::shared_ptr<Module> make_conv(const Args& a, Generator* gen) {
+  const auto o = ConvOptions<D>(conv_channels<D>(a, D == 1 ? "conv1d" : "conv2d"), a.integer("out_channels"),
+                                dims<D>(a, "kernel_size"))
+                     .stride(dims<D>(a, "stride"))
+                     .padding(conv_padding<D>(a))
+                     .dilation(dims<D>(a, "dilation"))
+                     .groups(a.integer("groups"))
+                     .bias(a.boolean("bias"))
+                     .padding_mode(padding_mode(a));
+  return std::make_shared<std::conditional_t<D == 1, Conv1d, Conv2d>>(o, gen);
+}
+// conv_transpose1d / conv_transpose2d.
+template <size_t D>
+std::shared_ptr<Module> make_conv_transpose(const Args& a, Generator* gen) {
+  const auto o = ConvTransposeOptions<D>(conv_channels<D>(a, D == 1 ? "conv_transpose1d" : "conv_transpose2d"),
+                                         a.integer("out_channels"), dims<D>(a, "kernel_size"))
+                     .stride(dims<D>(a, "stride"))
+                     .padding(dims<D>(a, "padding"))
+                     .output_padding(dims<D>(a, "output_padding"))
+                     .groups(a.integer("groups"))
+                     .bias(a.boolean("bias"))
+                     .dilation(dims<D>(a, "dilation"));
+  return std::make_shared<std::conditional_t<D == 1, ConvTranspose1d, ConvTranspose2d>>(o, gen);
+}
+
 // conv_transpose1d / conv_transpose2d: ints or pairs.
 std::vector<Row> conv_transpose_rows(Kind size) {
   const auto row = [&](const char* key) { return Row(key, size); };
@@ -324,32 +369,8 @@ const std::map<std::string, Entry>& table() {
                     "; add {type: flatten} before it");
           return std::make_shared<Linear>(a.in.back(), a.integer("out_features"), a.boolean("bias"), gen);
         }}},
-      {"conv2d",
-       {conv_rows(Kind::pair),
-        [](const Args& a, Generator* gen) -> std::shared_ptr<Module> {
-          const auto o = Conv2dOptions(need_channels(a, "conv2d"), a.integer("out_channels"), hw(a.pair("kernel_size")))
-                             .stride(hw(a.pair("stride")))
-                             .padding(conv_padding<2>(a))
-                             .dilation(hw(a.pair("dilation")))
-                             .groups(a.integer("groups"))
-                             .bias(a.boolean("bias"))
-                             .padding_mode(padding_mode(a));
-          return std::make_shared<Conv2d>(o, gen);
-        }}},
-      {"conv1d",
-       {conv_rows(Kind::integer),
-        [](const Args& a, Generator* gen) -> std::shared_ptr<Module> {
-          if (a.in.size() != 2)
-            a.error("conv1d needs sequence input [C, L], but the input here is " + a.in.str() + " (one sample, no batch dim)");
-          const auto o = Conv1dOptions(a.in[0], a.integer("out_channels"), a.integer("kernel_size"))
-                             .stride(a.integer("stride"))
-                             .padding(conv_padding<1>(a))
-                             .dilation(a.integer("dilation"))
-                             .groups(a.integer("groups"))
-                             .bias(a.boolean("bias"))
-                             .padding_mode(padding_mode(a));
-          return std::make_shared<Conv1d>(o, gen);
-        }}},
+      {"conv2d", {conv_rows(Kind::pair), make_conv<2>}},
+      {"conv1d", {conv_rows(Kind::integer), make_conv<1>}},
       {"max_pool2d",
        {pool_rows(/*average=*/false),
         [](const Args& a, Generator*) -> std::shared_ptr<Module> {
@@ -607,33 +628,8 @@ const std::map<std::string, Entry>& table() {
         },
         /*whole_model=*/true}},
       // --- conv/pool round 3 ---
-      {"conv_transpose2d",
-       {conv_transpose_rows(Kind::pair),
-        [](const Args& a, Generator* gen) -> std::shared_ptr<Module> {
-          const auto o = ConvTranspose2dOptions(need_channels(a, "conv_transpose2d"), a.integer("out_channels"),
-                                                hw(a.pair("kernel_size")))
-                             .stride(hw(a.pair("stride")))
-                             .padding(hw(a.pair("padding")))
-                             .output_padding(hw(a.pair("output_padding")))
-                             .groups(a.integer("groups"))
-                             .bias(a.boolean("bias"))
-                             .dilation(hw(a.pair("dilation")));
-          return std::make_shared<ConvTranspose2d>(o, gen);
-        }}},
-      {"conv_transpose1d",
-       {conv_transpose_rows(Kind::integer),
-        [](const Args& a, Generator* gen) -> std::shared_ptr<Module> {
-          if (a.in.size() != 2)
-            a.error("conv_transpose1d needs sequence input [C, L], but the input here is " + a.in.str() + " (one sample, no batch dim)");
-          const auto o = ConvTranspose1dOptions(a.in[0], a.integer("out_channels"), a.integer("kernel_size"))
-                             .stride(a.integer("stride"))
-                             .padding(a.integer("padding"))
-                             .output_padding(a.integer("output_padding"))
-                             .groups(a.integer("groups"))
-                             .bias(a.boolean("bias"))
-                             .dilation(a.integer("dilation"));
-          return std::make_shared<ConvTranspose1d>(o, gen);
-        }}},
+      {"conv_transpose2d", {conv_transpose_rows(Kind::pair), make_conv_transpose<2>}},
+      {"conv_transpose1d", {conv_transpose_rows(Kind::integer), make_conv_transpose<1>}},
       {"max_pool1d",
        {pool_rows(/*average=*/false, Kind::integer),
         [](const Args& a, Generator*) -> std::shared_ptr<Module> {

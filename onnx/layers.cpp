@@ -54,13 +54,7 @@ template <size_t D>
 std::vector<int64_t> conv_pads(const nn::ConvOptions<D>& o, const Tensor& weight) {
   std::vector<int64_t> begins, ends;
   for (size_t d = 0; d < D; ++d) {
-    int64_t left = o.padding()[d], right = o.padding()[d];
-    if (o.padding().is_valid()) left = right = 0;
-    if (o.padding().is_same()) {
-      const int64_t total = o.dilation()[d] * (weight.size(static_cast<int64_t>(2 + d)) - 1);
-      left = total / 2;
-      right = total - left;
-    }
+    const auto [left, right] = o.padding().before_after(d, weight.size(static_cast<int64_t>(2 + d)), o.dilation()[d]);
     begins.push_back(left);
     ends.push_back(right);
   }
