@@ -93,18 +93,23 @@ Job start_until_first_checkpoint(Scratch& scratch, const std::string& run_dir, c
   return j;
 }
 
-// Sends `sig` to rank 1 of a started job and waits up to `limit` for the job to end. rc is the job's exit
-// status, -1 when it was still running (then it and rank 1 are killed, so nothing is left behind).
+// Starts the job (start_until_first_checkpoint), sends `sig` to rank 1 and waits up to `limit` for the job to
+// end. Fails the test when rank 1 was not found, could not be signalled or the job was still running after
+// `limit` (then it and rank 1 are killed, so nothing is left behind); use it in ASSERT_NO_FATAL_FAILURE.
 struct Ended {
-  bool signalled = false;  // kill() succeeded
-  int rc = -1;
-  double seconds = 0;  // from the signal to the job's end (or to giving up)
+  pid_t rank1 = -1;
+  int rc = -1;         // the job's exit status
+  double seconds = 0;  // from the signal to the job's end
   std::string output;  // the job's log
 };
-Ended signal_rank1_and_wait(const Job& j, int sig, std::chrono::seconds limit, const std::string& log) {
-  Ended e;
-  if (::kill(j.rank1, sig) != 0) return e;
-  e.signalled = true;
+void signal_rank1_after_first_checkpoint(Scratch& scratch, const std::string& run_dir, int sig,
+                                         std::chrono::seconds limit, const std::string& mpirun_options, Ended& e) {
+  const std::string log = run_dir + ".log";
+  const Job j = start_until_first_checkpoint(scratch, run_dir, log, mpirun_options);
+  ASSERT_GT(j.job, 0);
+  ASSERT_GT(j.rank1, 0) << "rank 1 was not found running with a checkpoint written:\n" << read_text(log);
+  e.rank1 = j.rank1;
+  ASSERT_EQ(::kill(j.rank1, sig), 0) << "kill(rank 1, " << sig << ") failed";
   const auto sent = clock_type::now();
   e.rc = wait_until(j.job, sent + limit);
   e.seconds = std::chrono::duration<double>(clock_type::now() - sent).count();
@@ -114,7 +119,11 @@ Ended signal_rank1_and_wait(const Job& j, int sig, std::chrono::seconds limit, c
     ::kill(j.job, SIGKILL);
     ::waitpid(j.job, nullptr, 0);
   }
-  return e;
+  ASSERT_NE(e.rc, -1) << "the job was still running " << limit.count() << " s after the signal to rank 1:\n"
+                      << e.output;
+  EXPECT_NE(e.rc, 0);
+  std::printf("[ signal %d ] rank 1 (pid %d): the job ended %.2f s later with exit code %d\n", sig,
+              static_cast<int>(j.rank1), e.seconds, e.rc);
 }
 
 }  // namespace
@@ -157,20 +166,13 @@ TEST(DataParallelTrain, RanksWithDifferentConfigsAreRefused) {
 
 TEST(DataParallelTrain, KillingOneRankEndsTheJobNamingItThenResumeFinishes) {
   Scratch scratch;
-  const std::string run_dir = scratch.file("killed"), log = scratch.file("killed.log");
+  const std::string run_dir = scratch.file("killed");
   // Once the first checkpoint is there, kill rank 1.
-  const Job started = start_until_first_checkpoint(scratch, run_dir, log);
-  const pid_t victim = started.rank1;
-  ASSERT_GT(started.job, 0);
-  ASSERT_GT(victim, 0) << "rank 1 was not found running with a checkpoint written:\n" << read_text(log);
-  const auto [signalled, rc, seconds, output] = signal_rank1_and_wait(started, SIGKILL, std::chrono::seconds(10), log);
-  ASSERT_TRUE(signalled) << "kill(rank 1, SIGKILL) failed";
-  ASSERT_NE(rc, -1) << "the job was still running 10 s after rank 1 was killed:\n" << output;
-  EXPECT_NE(rc, 0);
-  EXPECT_LT(seconds, 10.0);
-  expect_in(output, {"rank 1"});
-  std::printf("[ killed ] rank 1 (pid %d): the job ended %.2f s later with exit code %d\n", static_cast<int>(victim),
-              seconds, rc);
+  Ended e;
+  ASSERT_NO_FATAL_FAILURE(
+      signal_rank1_after_first_checkpoint(scratch, run_dir, SIGKILL, std::chrono::seconds(10), "", e));
+  EXPECT_LT(e.seconds, 10.0);
+  expect_in(e.output, {"rank 1"});
   ASSERT_EQ(app::list_checkpoints(run_dir).empty(), false);
 
   // The uninterrupted reference, and the resumed run.
@@ -194,18 +196,11 @@ TEST(DataParallelTrain, KillingOneRankEndsTheJobNamingItThenResumeFinishes) {
 // with a message naming that rank and the collective.
 TEST(DataParallelTrain, AHungRankEndsTheJobAfterTheCollectiveTimeout) {
   Scratch scratch;
-  const std::string run_dir = scratch.file("hung"), log = scratch.file("hung.log");
-  const Job started = start_until_first_checkpoint(scratch, run_dir, log, "-x EMBER_COLLECTIVE_TIMEOUT=2");
-  const pid_t victim = started.rank1;
-  ASSERT_GT(started.job, 0);
-  ASSERT_GT(victim, 0) << "rank 1 was not found running with a checkpoint written:\n" << read_text(log);
-  const auto [signalled, rc, seconds, output] = signal_rank1_and_wait(started, SIGSTOP, std::chrono::seconds(20), log);
-  ASSERT_TRUE(signalled) << "kill(rank 1, SIGSTOP) failed";
-  ASSERT_NE(rc, -1) << "the job was still running 20 s after rank 1 stopped:\n" << output;
-  EXPECT_NE(rc, 0);
-  EXPECT_GT(seconds, 1.5) << "ended before the 2 s timeout could have passed:\n" << output;
-  expect_in(output, {"rank 0: ", "has not completed after 2 s", "EMBER_COLLECTIVE_TIMEOUT"});
-  std::printf("[ hung ] rank 1 stopped (pid %d): the job ended %.2f s later with exit code %d\n",
-              static_cast<int>(victim), seconds, rc);
-  ::kill(victim, SIGKILL);  // (normally gone already, with the job)
+  Ended e;
+  ASSERT_NO_FATAL_FAILURE(signal_rank1_after_first_checkpoint(scratch, scratch.file("hung"), SIGSTOP,
+                                                              std::chrono::seconds(20),
+                                                              "-x EMBER_COLLECTIVE_TIMEOUT=2", e));
+  EXPECT_GT(e.seconds, 1.5) << "ended before the 2 s timeout could have passed:\n" << e.output;
+  expect_in(e.output, {"rank 0: ", "has not completed after 2 s", "EMBER_COLLECTIVE_TIMEOUT"});
+  ::kill(e.rank1, SIGKILL);  // (normally gone already, with the job)
 }
