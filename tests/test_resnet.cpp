@@ -244,6 +244,21 @@ TEST(ResNet, SmallStemOnSmallImages) {
   EXPECT_NE(m.describe().find("stem=small"), std::string::npos);
 }
 
+// nn::summary (and so ember-train --dry-run) lists the stem, each block and the head with their shapes.
+TEST(ResNet, SummaryShowsTheBlocks) {
+  nn::ResNetOptions o = nn::resnet_options(18);
+  o.num_classes = 10;
+  o.width = 4;
+  nn::ResNet m(o);
+  const std::string s = nn::summary(m, {2, 3, 32, 32});
+  for (const std::string& row : std::vector<std::string>{
+           "conv1 ", "maxpool ", "[2, 4, 8, 8]", "layer1.0 ", "BasicBlock(in=4, out=4, stride=1)", "layer4.0 ",
+           "BasicBlock(in=16, out=32, stride=2, downsample)", "layer4.1 ", "[2, 32, 1, 1]", "avgpool ", "fc ", "[2, 10]",
+           "total parameters: " + std::to_string(m.parameter_count())})
+    EXPECT_NE(s.find(row), std::string::npos) << row << " in\n" << s;
+  EXPECT_TRUE(m.is_training());  // restored
+}
+
 TEST(ResNet, Errors) {
   EXPECT_TRUE(test::throws_error([] { nn::resnet_options(20); }, {"depth 20", "18, 34, 50, 101, 152"}));
   EXPECT_TRUE(test::throws_error([] { nn::ResNet({.layers = {2, 2, 2}}); }, {"ResNet", "4 stages", "3 values"}));
