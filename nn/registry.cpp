@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "autograd/grad_mode.h"
+#include "nn/resnet.h"
 #include "nn/schema.h"
 #include "nn/transformer.h"
 #include "nn/rnn.h"
@@ -230,6 +231,7 @@ constexpr InferredKey kInferredKeys[] = {
     {"group_norm", "num_channels", "the input's channels"}, {"instance_norm", "num_features", "the input's channels"},
     {"embedding_bag", "num_embeddings", "the vocabulary size"},
     {"conv_transpose2d", "in_channels", "the input's channels"}, {"conv_transpose1d", "in_channels", "the input's channels"},
+    {"resnet", "in_channels", "the input's channels"},
 };
 
 // lstm / gru on a sequence [T, C] (batches [N, T, C]: batch_first), output [T, D·H].
@@ -689,6 +691,27 @@ const std::map<std::string, Entry>& table() {
         [](const Args& a, Generator*) -> std::shared_ptr<Module> {
           return std::make_shared<PixelUnshuffle>(a.integer("downscale_factor"));
         }}},
+      // --- vision models (nn/resnet.h): images [C, H, W] → logits [num_classes] ---
+      {"resnet",
+       {{Row("num_classes", Kind::integer).req().in("> 0").doc("The classes: the logits' size (10 for Fashion-MNIST and CIFAR-10)."),
+         Row("depth", Kind::integer).def(18).doc("torchvision's resnet<depth>: 18 or 34 (BasicBlock), 50, 101 or 152 (Bottleneck)."),
+         Row("width", Kind::integer).def(64).in("> 0").doc("Channels of the stem and layer1 (torchvision: 64); layer2..4 double it each."),
+         Row("stem", Kind::choice).def("imagenet").one_of({"imagenet", "small"})
+             .doc("imagenet: 7x7 stride-2 conv and 3x3 stride-2 max pool (torchvision's); small: 3x3 stride-1 conv, no pool (28x28, 32x32 images)."),
+         Row("zero_init_residual", Kind::boolean).def(false).doc("Start each block's last batch norm weight at 0 (each block an identity).")},
+        [](const Args& a, Generator* gen) -> std::shared_ptr<Module> {
+          const int64_t depth = a.integer("depth");
+          if (depth != 18 && depth != 34 && depth != 50 && depth != 101 && depth != 152)
+            a.error("'depth' must be one of torchvision's 18, 34, 50, 101, 152, got " + std::to_string(depth));
+          ResNetOptions o = resnet_options(depth);
+          o.in_channels = need_channels(a, "resnet");
+          o.num_classes = a.integer("num_classes");
+          o.width = a.integer("width");
+          o.stem = a.text("stem") == "small" ? ResNetStem::small : ResNetStem::imagenet;
+          o.zero_init_residual = a.boolean("zero_init_residual");
+          return std::make_shared<ResNet>(o, gen);
+        },
+        /*whole_model=*/true}},
   };
   return t;
 }

@@ -1,11 +1,13 @@
 // summary(): a torchsummary-like table. Sequentials are walked child by child (so every leaf gets its
-// output shape); any other module is one row with the model's output shape.
+// output shape), and a ResNet stage by stage (one row per block); any other module is one row with the model's
+// output shape.
 #include <iomanip>
 #include <sstream>
 
 #include "autograd/grad_mode.h"
 #include "base/format.h"
 #include "nn/layers.h"
+#include "nn/resnet.h"
 
 namespace ember::nn {
 namespace {
@@ -20,6 +22,14 @@ Tensor walk(Module& m, const std::string& name, const Tensor& x, std::vector<Row
     Tensor y = x;
     for (const auto& [child_name, child] : seq->named_children())
       y = walk(*child, name.empty() ? child_name : name + "." + child_name, y, rows);
+    return y;
+  }
+  if (auto* resnet = dynamic_cast<ResNet*>(&m)) {  // its forward: the children in order, flatten before fc
+    Tensor y = x;
+    for (const auto& [child_name, child] : resnet->named_children()) {
+      if (child == resnet->fc) y = y.flatten(1);
+      y = walk(*child, name.empty() ? child_name : name + "." + child_name, y, rows);
+    }
     return y;
   }
   Tensor y = m.forward(x);

@@ -8,6 +8,7 @@
 #include "autograd/grad_mode.h"
 
 #include "nn/layers.h"
+#include "nn/resnet.h"
 #include "onnx/graph.h"
 
 namespace ember::onnx::detail {
@@ -379,6 +380,39 @@ void add_basic_layers(LayerTable& t) {
     ::onnx::NodeProto& n = g.node("Softmax", {in.name}, path);
     attr_int(n, "axis", m.dim);
     return n.output(0);
+  });
+  // --- vision models (nn/resnet.h): the children in order, the residual Add, then Relu ---
+  // A block's (conv, batch norm) stages with `relu` between them, then Relu(stages + shortcut), the shortcut
+  // being `downsample` (null: the input).
+  const auto residual_block = [](Graph& g, Module& relu, const std::vector<std::pair<Module*, Module*>>& stages,
+                                 Module* downsample, const std::string& path, const Value& in) {
+    const std::string relu_path = join_path(path, "relu");
+    Value v = in;
+    for (size_t i = 0; i < stages.size(); ++i) {
+      const std::string n = std::to_string(i + 1);
+      v = g.convert(*stages[i].second, join_path(path, "bn" + n), g.convert(*stages[i].first, join_path(path, "conv" + n), v));
+      if (i + 1 < stages.size()) v = g.convert(relu, relu_path, v);
+    }
+    const std::string shortcut = downsample != nullptr ? g.convert(*downsample, join_path(path, "downsample"), in).name : in.name;
+    return g.op("Relu", {g.op("Add", {v.name, shortcut}, path)}, relu_path);
+  };
+  add_layer<nn::BasicBlock>(t, "BasicBlock", [residual_block](Graph& g, nn::BasicBlock& m, const std::string& path, const Value& in) {
+    return residual_block(g, *m.relu, {{m.conv1.get(), m.bn1.get()}, {m.conv2.get(), m.bn2.get()}}, m.downsample.get(), path, in);
+  });
+  add_layer<nn::Bottleneck>(t, "Bottleneck", [residual_block](Graph& g, nn::Bottleneck& m, const std::string& path, const Value& in) {
+    return residual_block(g, *m.relu, {{m.conv1.get(), m.bn1.get()}, {m.conv2.get(), m.bn2.get()}, {m.conv3.get(), m.bn3.get()}},
+                          m.downsample.get(), path, in);
+  });
+  add_layer<nn::ResNet>(t, "ResNet", [](Graph& g, nn::ResNet& m, const std::string& path, const Value& in) {
+    need_rank(path, m, in, 4, "[N, C, H, W]");
+    Value v = in;
+    for (const auto& [name, child] : m.named_children()) {
+      if (name == "fc") break;
+      v = g.convert(*child, join_path(path, name), v);  // conv1, bn1, relu, (maxpool), layer1..4, avgpool
+    }
+    ::onnx::NodeProto& flat = g.node("Flatten", {v.name}, path);
+    attr_int(flat, "axis", 1);
+    return g.linear(flat.output(0), 2, m.fc->weight, m.fc->bias, join_path(path, "fc"));
   });
 }
 

@@ -79,7 +79,8 @@ TEST(Registry, MlpOnFlatInputAndEveryType) {
   const Tensor y = gelu(hardtanh(softplus(elu(leaky_relu(silu(x), 0.2)), 2.0, 10.0), -0.5, 0.5), "tanh");
   EXPECT_EQ(acts->forward(x).to_vector<float>(), y.to_vector<float>());
   // 26 + 4 sequence types (nn/transformer.h) + lstm, gru, rnn_lm (nn/rnn.h) + 7 conv/pool/resample types (issue 30)
-  EXPECT_EQ(nn::layer_types().size(), 40u);
+  // + resnet (nn/resnet.h)
+  EXPECT_EQ(nn::layer_types().size(), 41u);
   EXPECT_EQ(nn::layer_keys("linear"), (std::vector<std::string>{"out_features", "bias"}));
 }
 
@@ -274,6 +275,8 @@ TEST(Registry, EveryTypeBuildsWithItsDefaults) {
       {"upsample", {{{"scale_factor", int64_t{2}}}, image}},
       {"pixel_shuffle", {{{"upscale_factor", int64_t{1}}}, image}},
       {"pixel_unshuffle", {{{"downscale_factor", int64_t{2}}}, image}},
+      // vision models
+      {"resnet", {{{"num_classes", int64_t{10}}}, image}},
   };
   for (const std::string& type : nn::layer_types()) {
     const auto it = cases.find(type);

@@ -246,6 +246,9 @@ TEST(OnnxExport, EveryRegistryLayerMatchesOnnxruntime) {
       {"upsample_bilinear_align_corners", "[{type: upsample, scale_factor: 1.5, mode: bilinear, align_corners: true}]", {2, 4, 6}},
       {"pixel_shuffle", "[{type: pixel_shuffle, upscale_factor: 2}]", {12, 3, 4}},
       {"pixel_unshuffle", "[{type: pixel_unshuffle, downscale_factor: 2}]", {3, 6, 8}},
+      // vision models: torchvision's stem and BasicBlocks; the small stem and Bottlenecks
+      {"resnet18", "[{type: resnet, num_classes: 5, width: 4}]", {3, 32, 32}},
+      {"resnet50_small_stem", "[{type: resnet, num_classes: 4, depth: 50, width: 2, stem: small}]", {1, 12, 12}},
   };
   // Every layer type the registry builds is in a case above.
   std::string all;
@@ -287,13 +290,13 @@ TEST(OnnxExport, SequenceFirstLayersMatchOnnxruntime) {
   checker.expect_all_match();
 }
 
-// The four shipped configs' models (seed-initialised, batch norm statistics and norms perturbed), at full size.
+// The shipped configs' models (seed-initialised, batch norm statistics and norms perturbed), at full size.
 // The text models get a vocabulary of 64 characters (the corpus's own size needs the corpus; the graph is the
 // same for any V).
 TEST(OnnxExport, ShippedConfigsMatchOnnxruntime) {
   Scratch dir;
   Checker checker(dir);
-  for (const char* name : {"fashion_mlp", "fashion_cnn", "char_gpt", "char_lstm"}) {
+  for (const char* name : {"fashion_mlp", "fashion_cnn", "char_gpt", "char_lstm", "fashion_resnet"}) {
     SCOPED_TRACE(name);
     const app::TrainConfig config =
         app::load_config(std::string(EMBER_SOURCE_DIR "/configs/") + name + ".yaml", {}, /*fashion_files=*/false);

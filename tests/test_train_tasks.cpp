@@ -73,6 +73,25 @@ void cut_after(const fs::path& from, const fs::path& to, int64_t step) {
   }
 }
 
+// CIFAR-10's binary files in `bin` (cifar-10-batches-bin): data_batch_1..5.bin and test_batch.bin, 4 records each.
+void write_cifar10(const fs::path& bin) {
+  fs::create_directories(bin);
+  const auto records = [](int n, int seed) {
+    std::vector<char> out;
+    for (int i = 0; i < n; ++i) {
+      out.push_back(static_cast<char>((i + seed) % 10));
+      for (int k = 0; k < 3072; ++k) out.push_back(static_cast<char>((k * (i + 1) + seed) % 256));
+    }
+    return out;
+  };
+  for (int f = 1; f <= 6; ++f) {
+    const auto bytes = records(4, f);
+    std::ofstream(bin / (f <= 5 ? "data_batch_" + std::to_string(f) + ".bin" : std::string("test_batch.bin")),
+                  std::ios::binary)
+        .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+}
+
 }  // namespace
 
 // The embedding + linear model is a bigram model: trained, its validation loss must come close to the
@@ -446,22 +465,7 @@ TEST(TrainTasks, ImageFolderAndCifar10) {
   test::expect_in(classes.output, {"has the classes [dark], but data.train_dir"});
 
   // CIFAR-10: 5 training files and a test file of a few records each.
-  const fs::path bin = s.dir() / "cifar-10-batches-bin";
-  fs::create_directories(bin);
-  const auto records = [](int n, int seed) {
-    std::vector<char> out;
-    for (int i = 0; i < n; ++i) {
-      out.push_back(static_cast<char>((i + seed) % 10));
-      for (int k = 0; k < 3072; ++k) out.push_back(static_cast<char>((k * (i + 1) + seed) % 256));
-    }
-    return out;
-  };
-  for (int f = 1; f <= 6; ++f) {
-    const auto bytes = records(4, f);
-    std::ofstream(bin / (f <= 5 ? "data_batch_" + std::to_string(f) + ".bin" : std::string("test_batch.bin")),
-                  std::ios::binary)
-        .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  }
+  write_cifar10(s.dir() / "cifar-10-batches-bin");
   const std::string cifar = s.write(
       "cifar.yaml", "epochs: 1\ndata: {dataset: cifar10, root: " + s.dir().string() + ", batch_size: 4, workers: 0, "
                     "transforms: [{type: random_crop, size: 32, padding: 4}, {type: random_horizontal_flip}]}\n"
@@ -471,4 +475,31 @@ TEST(TrainTasks, ImageFolderAndCifar10) {
   ASSERT_EQ(c.rc, 0) << c.output;
   test::expect_in(c.output, {"20 train / 4 test examples"});
   EXPECT_EQ(app::read_class_names(s.dir() / "cifar" / "classes.json")[0], "airplane");
+}
+
+// The shipped ResNet configs train (one epoch, narrowed to width 2 with --set): configs/cifar10_resnet.yaml on
+// small files in CIFAR-10's format (3x32x32), configs/fashion_resnet.yaml on a few Fashion-MNIST images
+// (1x28x28); the checkpoints hold torchvision's names.
+TEST(TrainTasks, ResNetConfigs) {
+  test::Scratch s;
+  write_cifar10(s.dir() / "cifar-10-batches-bin");
+  const std::string configs = std::string(EMBER_SOURCE_DIR) + "/configs/";
+  const std::string narrow = " --set epochs=1 --set model.width=2 --set data.workers=0 --device cpu";
+  const fs::path cifar = s.dir() / "cifar";
+  const Result c = train("--config " + configs + "cifar10_resnet.yaml --out " + cifar.string() + narrow +
+                         " --set data.root=" + s.dir().string() + " --set data.batch_size=4");
+  ASSERT_EQ(c.rc, 0) << c.output;
+  test::expect_in(c.output, {"20 train / 4 test examples"});
+  const fs::path fashion = s.dir() / "fashion";
+  const Result f = train("--config " + configs + "fashion_resnet.yaml --out " + fashion.string() + narrow +
+                         " --set data.limit=64 --set data.test_limit=32 --set data.batch_size=16");
+  ASSERT_EQ(f.rc, 0) << f.output;
+  test::expect_in(f.output, {"64 train / 32 test examples"});
+  for (const fs::path& run : {cifar / app::checkpoint_name(5), fashion / app::checkpoint_name(4)}) {
+    const auto saved = safetensors::load(run.string());
+    bool found = false;
+    for (const auto& [name, t] : saved.tensors)
+      if (name.ends_with("layer4.1.bn2.running_var")) found = t.shape() == Shape({16});
+    EXPECT_TRUE(found) << run;
+  }
 }

@@ -19,6 +19,7 @@
 #include "nn/init.h"
 #include "nn/layers.h"
 #include "nn/registry.h"
+#include "nn/resnet.h"
 #include "nn/rnn.h"
 #include "nn/serialize.h"
 #include "nn/transformer.h"
