@@ -161,6 +161,8 @@ inline constexpr int kPinnedHostIndex = -1;
 //   normalisation, unbiased for the running update: running = (1-momentum)·running + momentum·batch);
 //   eval: running statistics. save_mean/save_invstd [C] are what the backward needs, in both modes.
 // layer_norm over the last D elements of x seen as [M, D]; weight/bias [D]; save_mean/save_invstd [M].
+// rms_norm over the last D elements of x seen as [M, D]: y = x·invrms·weight, invrms = 1/sqrt(mean(x²) + eps);
+//   weight [D] or nullptr; save_invrms [M] is what the backward needs.
 // attention: out = dropout(softmax(q·kᵀ·scale + mask)) · v without materialising the [L, S] scores:
 //   q [B, H, L, E], k [B, H, S, E], v [B, H, S, Ev], out [B, H, L, Ev], lse [B, H, L] (each row's
 //   log-sum-exp of the scores, all the backward needs besides out); mask: additive, q's dtype, a strided
@@ -218,6 +220,10 @@ inline constexpr int kPinnedHostIndex = -1;
   X(layer_norm_backward, (const TensorArg& grad_y, const TensorArg& x, const TensorArg* weight,                    \
                           const TensorArg& save_mean, const TensorArg& save_invstd, const TensorArg* grad_x,       \
                           const TensorArg* grad_weight, const TensorArg* grad_bias))                               \
+  X(rms_norm_forward, (const TensorArg& x, const TensorArg* weight, const TensorArg& y,                            \
+                       const TensorArg& save_invrms, double eps))                                                  \
+  X(rms_norm_backward, (const TensorArg& grad_y, const TensorArg& x, const TensorArg* weight,                      \
+                        const TensorArg& save_invrms, const TensorArg* grad_x, const TensorArg* grad_weight))      \
   /* --- recurrent cells (backends/rnn_math.h): see the comment above the list --- */                             \
   X(lstm_cell_forward, (const TensorArg& gates, const TensorArg& c_prev, const TensorArg& h, const TensorArg& c,   \
                         const TensorArg& workspace))                                                               \

@@ -449,6 +449,28 @@ RowDims check_layer_norm_backward(const TensorArg& grad_y, const TensorArg& x, c
   return d;
 }
 
+RowDims check_rms_norm_forward(const TensorArg& x, const TensorArg* weight, const TensorArg& y,
+                               const TensorArg& save_invrms) {
+  const char* op = "rms_norm";
+  const RowDims d = check_layer_norm_input(op, x);
+  check_operand(op, "output", &y, x.dtype, x.numel());
+  check_operand(op, "weight", weight, x.dtype, d.D);
+  check_operand(op, "save_invrms", &save_invrms, x.dtype, d.M);
+  return d;
+}
+
+RowDims check_rms_norm_backward(const TensorArg& grad_y, const TensorArg& x, const TensorArg* weight,
+                                const TensorArg& save_invrms, const TensorArg* grad_x, const TensorArg* grad_weight) {
+  const char* op = "rms_norm_backward";
+  const RowDims d = check_layer_norm_input(op, x);
+  check_operand(op, "grad_y", &grad_y, x.dtype, x.numel());
+  check_operand(op, "grad_x", grad_x, x.dtype, x.numel());
+  check_operand(op, "weight", weight, x.dtype, d.D);
+  check_operand(op, "grad_weight", grad_weight, x.dtype, d.D);
+  check_operand(op, "save_invrms", &save_invrms, x.dtype, d.M);
+  return d;
+}
+
 // --- recurrent cells ------------------------------------------------------------------------------------------
 
 namespace {

@@ -89,6 +89,10 @@ RowDims check_layer_norm_forward(const TensorArg& x, const TensorArg* weight, co
 RowDims check_layer_norm_backward(const TensorArg& grad_y, const TensorArg& x, const TensorArg* weight,
                                   const TensorArg& save_mean, const TensorArg& save_invstd, const TensorArg* grad_x,
                                   const TensorArg* grad_weight, const TensorArg* grad_bias);
+RowDims check_rms_norm_forward(const TensorArg& x, const TensorArg* weight, const TensorArg& y,
+                               const TensorArg& save_invrms);
+RowDims check_rms_norm_backward(const TensorArg& grad_y, const TensorArg& x, const TensorArg* weight,
+                                const TensorArg& save_invrms, const TensorArg* grad_x, const TensorArg* grad_weight);
 
 // --- recurrent cells: {B, H} of the state (c_prev for the LSTM, h_prev for the GRU) ---------------------------
 struct CellDims {

@@ -1,10 +1,10 @@
 #pragma once
 // The math of the fused NN ops, written once as EMBER_HOST_DEVICE helpers that backends/cpu/*.cpp and
 // backends/cuda/*.cu both call (as backends/elementwise_math.h shares the element functors): the per-element
-// and per-row formulas of softmax / log_softmax / cross entropy and batch / layer norm, the whole row bodies
-// of softmax, cross entropy and layer norm (run by one CPU thread or one CUDA block: see SerialRow), and the
-// pooling windows. What a sum's terms are and what is done with the sum is here; each backend keeps its own
-// order of summation (in order on the CPU, a fixed tree on the GPU).
+// and per-row formulas of softmax / log_softmax / cross entropy and batch / layer / RMS norm, the whole row
+// bodies of softmax, cross entropy, layer norm and RMS norm (run by one CPU thread or one CUDA block: see
+// SerialRow), and the pooling windows. What a sum's terms are and what is done with the sum is here; each
+// backend keeps its own order of summation (in order on the CPU, a fixed tree on the GPU).
 // Plain ternaries, no std::min/max: those are host-only constexpr functions under nvcc.
 #include <cmath>
 #include <cstdint>
@@ -170,6 +170,17 @@ EMBER_HOST_DEVICE NormGrad layer_norm_grad(double invstd, double sum_gw, double 
 EMBER_HOST_DEVICE double norm_grad_input(const NormGrad& c, double g, double xhat) {
   return c.k * (g - c.mean_g - xhat * c.mean_gxhat);
 }
+// RMS norm: layer norm without the centring. invrms = 1/sqrt(Σx²/D + eps) (norm_invstd of the mean square),
+// x̂ = x·invrms (norm_xhat with mean 0), y = x̂ (rounded to T)·w. Its input gradient with gw = g·w is
+//   gx = invrms·(gw - x̂·Σ(gw·x̂)/D)
+// (norm_grad_input without the Σg term: the mean is not subtracted).
+template <typename T>
+EMBER_HOST_DEVICE T rms_norm_value(T x, double invrms, T w) {
+  return static_cast<T>(norm_xhat(x, 0.0, invrms)) * w;
+}
+EMBER_HOST_DEVICE NormGrad rms_norm_grad(double invrms, double sum_gw_xhat, int64_t D) {
+  return {invrms, 0.0, sum_gw_xhat / static_cast<double>(D)};
+}
 
 // --- row bodies: one row of softmax, cross entropy, layer norm, for both backends -----------------------------
 // `row` says how the row's elements are shared out and how partial results combine:
@@ -275,6 +286,27 @@ EMBER_HOST_DEVICE void layer_norm_backward_row(const Row& row, const T* g, const
   }, SumOp{});
   const NormGrad coef = layer_norm_grad(invstd, s.a, s.b, D);
   row.each(D, [=](int64_t d) { gx[d] = static_cast<T>(norm_grad_input(coef, weighted(d), norm_xhat(x[d], mean, invstd))); });
+}
+
+// RMS norm of one row x[0..D) into y (w: [D] or null), with its 1/rms into invrms.
+template <typename T, typename Row>
+EMBER_HOST_DEVICE void rms_norm_row(const Row& row, const T* x, const T* w, T* y, int64_t D, double eps,
+                                    double& invrms) {
+  const double sq = row.reduce(D, 0.0, [=](int64_t d) { return norm_sq_dev(x[d], 0.0); }, SumOp{});
+  const double r = norm_invstd(sq / D, eps);
+  row.each(D, [=](int64_t d) { y[d] = rms_norm_value(x[d], r, w != nullptr ? w[d] : T(1)); });
+  invrms = r;
+}
+
+// The input gradient of one RMS-norm row from the forward's invrms.
+template <typename T, typename Row>
+EMBER_HOST_DEVICE void rms_norm_backward_row(const Row& row, const T* g, const T* x, const T* w, T* gx, int64_t D,
+                                             double invrms) {
+  const auto weighted = [=](int64_t d) { return layer_norm_weighted_grad(g[d], w != nullptr ? w[d] : T(1)); };
+  const double s =  // Σg·w·x̂
+      row.reduce(D, 0.0, [=](int64_t d) { return weighted(d) * norm_xhat(x[d], 0.0, invrms); }, SumOp{});
+  const NormGrad coef = rms_norm_grad(invrms, s, D);
+  row.each(D, [=](int64_t d) { gx[d] = static_cast<T>(norm_grad_input(coef, weighted(d), norm_xhat(x[d], 0.0, invrms))); });
 }
 
 // --- pooling ---------------------------------------------------------------------------------------------

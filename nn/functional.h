@@ -207,6 +207,13 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
 // Normalises over the trailing dims `normalized_shape`; weight/bias have that shape or are undefined.
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = {}, const Tensor& bias = {},
                   double eps = 1e-5);
+// Root-mean-square norm over the trailing dims `normalized_shape` (torch.nn.functional.rms_norm, PyTorch 2.4):
+// y = x / sqrt(mean(x²) + eps) · weight; weight has that shape or is undefined; eps defaults to the machine
+// epsilon of x's dtype (torch.finfo(x.dtype).eps).
+Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = {},
+                std::optional<double> eps = std::nullopt);
+// rms_norm's eps when none is given: torch.finfo(dtype).eps.
+double rms_norm_default_eps(DType dtype);
 // Zeroes each element with probability p and scales the rest by 1/(1-p) when training; identity otherwise.
 Tensor dropout(const Tensor& x, double p, bool training, Generator* gen = nullptr);
 // weight [V, D], indices i64 of any shape → [*indices.shape, D]. Backward scatter-adds into weight, except

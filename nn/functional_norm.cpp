@@ -1,7 +1,8 @@
-// batch_norm and layer_norm: fused Backend ops with fused backward passes. group_norm and instance_norm
-// run on them (layer_norm over the groups, batch_norm over [1, N·C, *]); local_response_norm and normalize
-// are compositions of differentiable ops.
+// batch_norm, layer_norm and rms_norm: fused Backend ops with fused backward passes. group_norm and
+// instance_norm run on them (layer_norm over the groups, batch_norm over [1, N·C, *]); local_response_norm
+// and normalize are compositions of differentiable ops.
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "autograd/node.h"
@@ -20,11 +21,17 @@ const TensorArg* opt(const Tensor& t, TensorArg& storage) {
   return &storage;
 }
 
-// Shared by both norms: the inputs are x, weight, bias (the latter two possibly undefined).
+enum class NormKind { batch, layer, rms };
+
+// Shared by the three norms: the inputs are x, weight, bias (the latter two possibly undefined; rms_norm has
+// no bias and no mean: invstd holds its 1/rms).
 struct NormBackward : autograd::Node {
-  bool batch = true, training = true, has_weight = false, has_bias = false;
+  NormKind kind = NormKind::batch;
+  bool training = true, has_weight = false, has_bias = false;
   SavedTensor x, weight, mean, invstd;
-  std::string_view name() const override { return batch ? "batch_norm" : "layer_norm"; }
+  std::string_view name() const override {
+    return kind == NormKind::batch ? "batch_norm" : kind == NormKind::layer ? "layer_norm" : "rms_norm";
+  }
   void release() override {
     x.release();
     weight.release();
@@ -42,12 +49,15 @@ struct NormBackward : autograd::Node {
     if (need_w) gwa = (grad_inputs[wi] = raw::empty(next[wi].shape, xv.dtype(), xv.device())).arg();
     if (need_b) gba = (grad_inputs[bi] = raw::empty(next[bi].shape, xv.dtype(), xv.device())).arg();
     Backend& be = backend(xv.device());
-    if (batch) {
+    if (kind == NormKind::batch) {
       be.batch_norm_backward(gy.arg(), xv.arg(), opt(w, wa), mean.unpack(*this).arg(), invstd.unpack(*this).arg(),
                              need_x ? &gxa : nullptr, need_w ? &gwa : nullptr, need_b ? &gba : nullptr, training);
-    } else {
+    } else if (kind == NormKind::layer) {
       be.layer_norm_backward(gy.arg(), xv.arg(), opt(w, wa), mean.unpack(*this).arg(), invstd.unpack(*this).arg(),
                              need_x ? &gxa : nullptr, need_w ? &gwa : nullptr, need_b ? &gba : nullptr);
+    } else {
+      be.rms_norm_backward(gy.arg(), xv.arg(), opt(w, wa), invstd.unpack(*this).arg(), need_x ? &gxa : nullptr,
+                           need_w ? &gwa : nullptr);
     }
     if (need_x) grad_inputs[0] = raw::view(gx, next[0].shape);
   }
@@ -61,17 +71,17 @@ std::shared_ptr<NormBackward> norm_inputs_node(const Tensor& x, const Tensor& we
 }
 
 // The node of a norm over `input` (and the weight and bias that are defined), where one is needed; it saves
-// the contiguous input x, the weight w and the statistics.
-std::shared_ptr<NormBackward> norm_node(const Tensor& input, const Tensor& weight, const Tensor& bias, bool batch,
+// the contiguous input x, the weight w and the statistics (rms_norm: no mean).
+std::shared_ptr<NormBackward> norm_node(const Tensor& input, const Tensor& weight, const Tensor& bias, NormKind kind,
                                         const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& invstd) {
   auto node = norm_inputs_node(input, weight, bias);
   if (!node) return nullptr;
-  node->batch = batch;
+  node->kind = kind;
   node->has_weight = weight.defined();
   node->has_bias = bias.defined();
   node->x.save(x);
   if (w.defined()) node->weight.save(w);
-  node->mean.save(mean);
+  if (mean.defined()) node->mean.save(mean);
   node->invstd.save(invstd);
   return node;
 }
@@ -121,22 +131,31 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
     }
   }
   y = raw::view(y, input.shape());
-  if (auto node = norm_node(input, weight, bias, /*batch=*/true, x, weight, mean, invstd)) {
+  if (auto node = norm_node(input, weight, bias, NormKind::batch, x, weight, mean, invstd)) {
     node->training = training;
     autograd::set_history(y, std::move(node));
   }
   return y;
 }
 
-Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
-                  double eps) {
+namespace {
+
+// layer_norm's and rms_norm's input: floating, its trailing dims normalized_shape.
+void check_normalized_shape(const char* op, const Tensor& input, const Shape& normalized_shape) {
   const int k = normalized_shape.size();
-  EMBER_CHECK(k >= 1 && input.dim() >= k, "layer_norm: normalized_shape ", normalized_shape,
+  EMBER_CHECK(k >= 1 && input.dim() >= k, op, ": normalized_shape ", normalized_shape,
               " must name the trailing dims of the input ", input.shape());
   for (int i = 0; i < k; ++i)
-    EMBER_CHECK(input.size(input.dim() - k + i) == normalized_shape[i], "layer_norm: normalized_shape ",
-                normalized_shape, " does not match the trailing dims of the input ", input.shape());
-  EMBER_CHECK(is_floating(input.dtype()), "layer_norm: needs a floating input, got ", dtype_name(input.dtype()));
+    EMBER_CHECK(input.size(input.dim() - k + i) == normalized_shape[i], op, ": normalized_shape ", normalized_shape,
+                " does not match the trailing dims of the input ", input.shape());
+  EMBER_CHECK(is_floating(input.dtype()), op, ": needs a floating input, got ", dtype_name(input.dtype()));
+}
+
+}  // namespace
+
+Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
+                  double eps) {
+  check_normalized_shape("layer_norm", input, normalized_shape);
   check_param(weight, input, normalized_shape, "layer_norm", "weight");
   check_param(bias, input, normalized_shape, "layer_norm", "bias");
   const int64_t D = normalized_shape.numel(), M = D == 0 ? 0 : input.numel() / D;
@@ -147,7 +166,27 @@ Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tens
   TensorArg wa, ba;
   backend(x.device()).layer_norm_forward(x.arg(), opt(w, wa), opt(b, ba), y.arg(), mean.arg(), invstd.arg(), eps);
   y = raw::view(y, input.shape());
-  if (auto node = norm_node(input, weight, bias, /*batch=*/false, x, w, mean, invstd))
+  if (auto node = norm_node(input, weight, bias, NormKind::layer, x, w, mean, invstd))
+    autograd::set_history(y, std::move(node));
+  return y;
+}
+
+double rms_norm_default_eps(DType dtype) {
+  return dtype == DType::f32 ? std::numeric_limits<float>::epsilon() : std::numeric_limits<double>::epsilon();
+}
+
+Tensor rms_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight, std::optional<double> eps) {
+  check_normalized_shape("rms_norm", input, normalized_shape);
+  check_param(weight, input, normalized_shape, "rms_norm", "weight");
+  const double e = eps.value_or(rms_norm_default_eps(input.dtype()));
+  const int64_t D = normalized_shape.numel(), M = D == 0 ? 0 : input.numel() / D;
+  const Tensor x = raw::contiguous(input).view({M, D});
+  const Tensor w = weight.defined() ? raw::contiguous(weight) : Tensor();
+  Tensor y = raw::empty(x.shape(), x.dtype(), x.device()), invrms = raw::empty({M}, x.dtype(), x.device());
+  TensorArg wa;
+  backend(x.device()).rms_norm_forward(x.arg(), opt(w, wa), y.arg(), invrms.arg(), e);
+  y = raw::view(y, input.shape());
+  if (auto node = norm_node(input, weight, Tensor(), NormKind::rms, x, w, Tensor(), invrms))
     autograd::set_history(y, std::move(node));
   return y;
 }

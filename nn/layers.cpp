@@ -314,6 +314,25 @@ Tensor LayerNorm::forward(const Tensor& x) {
   return functional::layer_norm(x, normalized_shape, weight, bias, eps);
 }
 
+RMSNorm::RMSNorm(const RMSNormOptions& o) : normalized_shape(o.normalized_shape()), options(o) {
+  EMBER_CHECK(normalized_shape.size() >= 1, "RMSNorm: normalized_shape must name at least one dim");
+  EMBER_CHECK(!o.eps() || *o.eps() >= 0, "RMSNorm: eps must be >= 0, got ", *o.eps());
+  if (o.elementwise_affine()) weight = register_parameter("weight", ones(normalized_shape));
+}
+
+Tensor RMSNorm::forward(const Tensor& x) {
+  check_input_dtype(x, weight);
+  return functional::rms_norm(x, normalized_shape, weight, options.eps());
+}
+
+std::string RMSNorm::describe() const {
+  std::ostringstream s;
+  s << "RMSNorm(" << normalized_shape;
+  if (options.eps()) s << ", eps=" << *options.eps();
+  s << (options.elementwise_affine() ? "" : ", elementwise_affine=false") << ")";
+  return s.str();
+}
+
 Dropout::Dropout(double p, Generator* gen) : p(p), gen_(gen) {
   EMBER_CHECK(p >= 0 && p <= 1, "Dropout: p must be in [0, 1], got ", p);
 }

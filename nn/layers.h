@@ -267,6 +267,24 @@ class LayerNorm : public Module {
   double eps;
 };
 
+// Root-mean-square norm over the trailing dims normalized_shape (PyTorch 2.4's RMSNorm): with
+// elementwise_affine, weight = 1 of that shape; eps none: the machine epsilon of the input's dtype.
+//   nn::RMSNorm(Shape{d});  nn::RMSNorm(nn::RMSNormOptions({d}).eps(1e-6));  nn::RMSNorm({.normalized_shape = {d}})
+class RMSNorm : public Module {
+ public:
+  explicit RMSNorm(const RMSNormOptions& options);
+  explicit RMSNorm(const RMSNormOptions::Fields& options) : RMSNorm(RMSNormOptions(options)) {}
+  explicit RMSNorm(const Shape& normalized_shape, std::optional<double> eps = std::nullopt,
+                   bool elementwise_affine = true)
+      : RMSNorm(RMSNormOptions(normalized_shape.vec()).eps(eps).elementwise_affine(elementwise_affine)) {}
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "RMSNorm"; }
+  std::string describe() const override;
+  Tensor weight;
+  Shape normalized_shape;
+  RMSNormOptions options;
+};
+
 class Dropout : public Module {
  public:
   explicit Dropout(double p = 0.5, Generator* gen = nullptr);

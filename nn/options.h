@@ -340,4 +340,23 @@ class LocalResponseNormOptions : public LocalResponseNormFields {
 };
 
 
+// --- nn::RMSNorm's options (PyTorch 2.4's names) ---
+struct RMSNormFields {
+  std::vector<int64_t> normalized_shape{};  // the trailing dims normalised over
+  std::optional<double> eps{};              // none: the machine epsilon of the input's dtype (torch.finfo)
+  bool elementwise_affine = true;           // weight = 1 of normalized_shape
+};
+// RMSNormOptions({dim}).eps(1e-6).elementwise_affine(false)
+class RMSNormOptions : public RMSNormFields {
+ public:
+  using Fields = RMSNormFields;
+  RMSNormOptions() = default;
+  template <std::same_as<Fields> F>
+  RMSNormOptions(const F& fields) : Fields(fields) {}  // NOLINT: as ConvOptions
+  explicit RMSNormOptions(std::vector<int64_t> normalized_shape) : Fields{std::move(normalized_shape)} {}
+  EMBER_OPTION(std::vector<int64_t>, normalized_shape)
+  EMBER_OPTION(std::optional<double>, eps)
+  EMBER_OPTION(bool, elementwise_affine)
+};
+
 }  // namespace ember::nn

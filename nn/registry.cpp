@@ -232,6 +232,7 @@ constexpr InferredKey kInferredKeys[] = {
     {"embedding_bag", "num_embeddings", "the vocabulary size"},
     {"conv_transpose2d", "in_channels", "the input's channels"}, {"conv_transpose1d", "in_channels", "the input's channels"},
     {"resnet", "in_channels", "the input's channels"},
+    {"rms_norm", "normalized_shape", "the input's last dim"}, {"swiglu", "dim", "the input's features"},
 };
 
 // lstm / gru on a sequence [T, C] (batches [N, T, C]: batch_first), output [T, D·H].
@@ -415,6 +416,14 @@ const std::map<std::string, Entry>& table() {
           if (a.in.empty()) a.error("layer_norm needs at least one input dim");
           return std::make_shared<LayerNorm>(Shape{a.in.back()}, a.number("eps"), a.boolean("affine"));
         }}},
+      {"rms_norm",
+       {{Row("eps", Kind::number).default_is("the machine epsilon of the input's dtype").in(">= 0")
+             .doc("Added to the mean square."),
+         Row("elementwise_affine", Kind::boolean).def(true).doc("Learn a scale per feature.")},
+        [](const Args& a, Generator*) -> std::shared_ptr<Module> {
+          if (a.in.empty()) a.error("rms_norm needs at least one input dim");
+          return std::make_shared<RMSNorm>(Shape{a.in.back()}, a.optional_number("eps"), a.boolean("elementwise_affine"));
+        }}},
       {"group_norm",
        {{Row("num_groups", Kind::integer).req().in("> 0").doc("Groups the channels split into (a divisor of the input's channels)."),
          Row("eps", Kind::number).def(1e-5).doc("Added to the variance."),
@@ -559,6 +568,15 @@ const std::map<std::string, Entry>& table() {
                                                                                    .batch_first = true,
                                                                                    .norm_first = a.boolean("norm_first")},
                                                     a.boolean("causal"), gen);
+        }}},
+      {"swiglu",
+       {{Row("hidden", Kind::integer).req().in("> 0").doc("The inner features of gate_proj and up_proj (the input's are inferred)."),
+         bias_row(false)},
+        [](const Args& a, Generator* gen) -> std::shared_ptr<Module> {
+          if (a.in.size() != 1 && a.in.size() != 2)
+            a.error("swiglu needs input [features] or [T, features], but the input here is " + a.in.str());
+          return std::make_shared<SwiGLU>(
+              SwiGLUOptions{.dim = a.in.back(), .hidden = a.integer("hidden"), .bias = a.boolean("bias")}, gen);
         }}},
       {"lm_head",
        {{bias_row(false)},

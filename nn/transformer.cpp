@@ -254,6 +254,26 @@ Tensor add_positions(const Module& m, const Tensor& x, const Tensor& table, int6
 
 }  // namespace
 
+SwiGLU::SwiGLU(const SwiGLUOptions& o, Generator* gen) : options(o) {
+  EMBER_CHECK(o.dim > 0 && o.hidden > 0, "SwiGLU: dim (", o.dim, ") and hidden (", o.hidden, ") must be positive");
+  gate_proj = register_module("gate_proj", std::make_shared<Linear>(o.dim, o.hidden, o.bias, gen));
+  up_proj = register_module("up_proj", std::make_shared<Linear>(o.dim, o.hidden, o.bias, gen));
+  down_proj = register_module("down_proj", std::make_shared<Linear>(o.hidden, o.dim, o.bias, gen));
+}
+
+Tensor SwiGLU::forward(const Tensor& x) {
+  EMBER_CHECK(x.dim() >= 1 && x.size(-1) == options.dim, "SwiGLU: expected input [*, ", options.dim,
+              "] (the layer's dim), got shape ", x.shape());
+  check_input_dtype(x, gate_proj->weight);
+  return down_proj->forward(silu(gate_proj->forward(x)) * up_proj->forward(x));
+}
+
+std::string SwiGLU::describe() const {
+  std::ostringstream s;
+  s << "SwiGLU(dim=" << options.dim << ", hidden=" << options.hidden << (options.bias ? ", bias=True" : "") << ")";
+  return s.str();
+}
+
 LearnedPositionalEmbedding::LearnedPositionalEmbedding(int64_t max_len, int64_t dim, Generator* gen)
     : max_len(max_len), dim(dim) {
   EMBER_CHECK(max_len > 0 && dim > 0, "LearnedPositionalEmbedding: max_len (", max_len, ") and dim (", dim,

@@ -132,6 +132,26 @@ class TransformerBlock : public TransformerEncoderLayer {
   bool causal;
 };
 
+// --- SwiGLU feed-forward (Llama's MLP) ------------------------------------------------------------------
+
+struct SwiGLUOptions {
+  int64_t dim = 0;     // the input's and the output's features
+  int64_t hidden = 0;  // the inner features
+  bool bias = false;   // of the three linears (Llama's have none)
+};
+
+// down_proj(silu(gate_proj(x)) · up_proj(x)) on x [*, dim]: gate_proj and up_proj Linear(dim, hidden),
+// down_proj Linear(hidden, dim), with Linear's init; Hugging Face's LlamaMLP names.
+class SwiGLU : public Module {
+ public:
+  explicit SwiGLU(const SwiGLUOptions& options, Generator* gen = nullptr);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "SwiGLU"; }
+  std::string describe() const override;
+  std::shared_ptr<Linear> gate_proj, up_proj, down_proj;
+  SwiGLUOptions options;
+};
+
 // --- position embeddings --------------------------------------------------------------------------------
 
 // Learned absolute positions: weight [max_len, dim] ~ N(0, 0.02) (GPT-2's init). forward(x [B, T, dim] or

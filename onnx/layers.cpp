@@ -289,6 +289,18 @@ void add_basic_layers(LayerTable& t) {
   add_layer<nn::LayerNorm>(t, "LayerNorm", [](Graph& g, nn::LayerNorm& m, const std::string& path, const Value& in) {
     return g.layer_norm(in.name, m.normalized_shape.size(), m.weight, m.bias, m.eps, path);
   });
+  // RMS norm by its formula, x / sqrt(mean(x·x) + eps) · weight over the last dims (RMSNormalization is opset
+  // 23, past kMaxOpset).
+  add_layer<nn::RMSNorm>(t, "RMSNorm", [](Graph& g, nn::RMSNorm& m, const std::string& path, const Value& in) {
+    std::vector<int64_t> axes;
+    for (int64_t i = m.normalized_shape.size(); i >= 1; --i) axes.push_back(-i);
+    ::onnx::NodeProto& mean_sq = g.node("ReduceMean", {g.op("Mul", {in.name, in.name}, path)}, path);
+    attr_ints(mean_sq, "axes", axes);
+    const double eps = m.options.eps().value_or(nn::functional::rms_norm_default_eps(in.example.dtype()));
+    const std::string rms = g.op("Sqrt", {g.op("Add", {mean_sq.output(0), g.scalar(eps, path, "eps")}, path)}, path);
+    const std::string y = g.op("Div", {in.name, rms}, path);
+    return m.weight.defined() ? g.op("Mul", {y, g.weight(m.weight, path + ".weight")}, path) : y;
+  });
   // Group norm: x [N, C, *] as [N, G, C/G·*], normalised over its last dim, back to x's shape, then weight and
   // bias per channel (as [C, 1, ...]). GroupNormalization is opset 18, past kMaxOpset.
   add_layer<nn::GroupNorm>(t, "GroupNorm", [](Graph& g, nn::GroupNorm& m, const std::string& path, const Value& in) {

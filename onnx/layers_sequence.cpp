@@ -203,6 +203,15 @@ void add_sequence_layers(LayerTable& t) {
   };
   add_layer<nn::TransformerEncoderLayer>(t, "TransformerEncoderLayer", encoder(false));
   add_layer<nn::TransformerBlock>(t, "TransformerBlock", encoder(true));
+  // SwiGLU: the three linears (Gemm or MatMul + Add, as Linear's), silu as Mul(x, Sigmoid(x)).
+  add_layer<nn::SwiGLU>(t, "SwiGLU", [](Graph& g, nn::SwiGLU& m, const std::string& path, const Value& in) {
+    const auto proj = [&](const nn::Linear& l, const std::string& x, const char* name) {
+      return g.linear(x, in.example.dim(), l.weight, l.bias, join_path(path, name));
+    };
+    const std::string gate = proj(*m.gate_proj, in.name, "gate_proj");
+    const std::string act = g.op("Mul", {gate, g.op("Sigmoid", {gate}, path)}, path);
+    return proj(*m.down_proj, g.op("Mul", {act, proj(*m.up_proj, in.name, "up_proj")}, path), "down_proj");
+  });
   const auto rnn = [](Graph& g, nn::RNNBase& m, const std::string& path, const Value& in) {
     if (in.example.dim() != 3)
       unsupported(path, m, std::string("export needs a batched input ") + (m.options.batch_first() ? "[B, T, I]" : "[T, B, I]") +

@@ -183,6 +183,14 @@ class GuardedBackend final : public Backend {
     inner_.layer_norm_backward(grad_y, x, weight, save_mean, save_invstd, grad_x, grad_weight, grad_bias);
     after("layer_norm_backward");
   }
+  void rms_norm_forward(const TensorArg& x, const TensorArg* weight, const TensorArg& y, const TensorArg& save_invrms, double eps) override {
+    inner_.rms_norm_forward(x, weight, y, save_invrms, eps);
+    after("rms_norm_forward");
+  }
+  void rms_norm_backward(const TensorArg& grad_y, const TensorArg& x, const TensorArg* weight, const TensorArg& save_invrms, const TensorArg* grad_x, const TensorArg* grad_weight) override {
+    inner_.rms_norm_backward(grad_y, x, weight, save_invrms, grad_x, grad_weight);
+    after("rms_norm_backward");
+  }
   void lstm_cell_forward(const TensorArg& gates, const TensorArg& c_prev, const TensorArg& h, const TensorArg& c, const TensorArg& workspace) override {
     inner_.lstm_cell_forward(gates, c_prev, h, c, workspace);
     after("lstm_cell_forward");

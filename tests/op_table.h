@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -653,6 +654,17 @@ inline Host layer_norm_ref(const Host& x, int64_t d, const Host* weight, const H
   }
   return out;
 }
+// RMS norm over the last `d` elements of x (mean square, no centring), then weight of those d.
+inline Host rms_norm_ref(const Host& x, int64_t d, const Host* weight, double eps) {
+  Host out = x;
+  for (size_t row = 0; row < x.v.size() / d; ++row) {
+    double ms = 0;
+    for (int64_t j = 0; j < d; ++j) ms += x.v[row * d + j] * x.v[row * d + j] / static_cast<double>(d);
+    for (int64_t j = 0; j < d; ++j)
+      out.v[row * d + j] = x.v[row * d + j] / std::sqrt(ms + eps) * (weight != nullptr ? weight->v[j] : 1.0);
+  }
+  return out;
+}
 // Rows of weight [V, D] at `indices` (of shape `shape`) → [*shape, D].
 inline Host embedding_ref(const Host& weight, const std::vector<int64_t>& indices, Shape shape) {
   const int64_t D = weight.shape[1];
@@ -1165,6 +1177,11 @@ inline const std::vector<OpCase>& op_table() {
     {"layer_norm_2d", {N({2, 3, 4}), N({3, 4}), N({3, 4})}, [](V x) { return F::layer_norm(x[0], {3, 4}, x[1], x[2]); }, [](H h) { return layer_norm_ref(h[0], 12, &h[1], &h[2]); }, {.out = Kind::reduce, .contiguous_only = kVariant, .golden = nn_golden("layernorm", {"x", "w", "b"})}},
     {"layer_norm_no_affine", {N({3, 7})}, [](V x) { return F::layer_norm(x[0], {7}); }, [](H h) { return layer_norm_ref(h[0], 7, nullptr, nullptr); }, {.out = Kind::reduce, .contiguous_only = kVariant}},
     {"layer_norm_wide", {N({4, 1000}), N({1000}), N({1000})}, [](V x) { return F::layer_norm(x[0], {1000}, x[1], x[2]); }, [](H h) { return layer_norm_ref(h[0], 1000, &h[1], &h[2]); }, {.forward_tol = 1e-11, .out = Kind::reduce, .no_gradcheck = kLarge, .contiguous_only = kVariant}},
+    {"rms_norm", {N({4, 6, 5}), N({5})}, [](V x) { return F::rms_norm(x[0], {5}, x[1]); }, [](H h) { return rms_norm_ref(h[0], 5, &h[1], std::numeric_limits<double>::epsilon()); }, {.out = Kind::reduce}},
+    {"rms_norm_2d", {N({2, 3, 4}), N({3, 4})}, [](V x) { return F::rms_norm(x[0], {3, 4}, x[1], 1e-5); }, [](H h) { return rms_norm_ref(h[0], 12, &h[1], 1e-5); }, {.out = Kind::reduce, .contiguous_only = kVariant, .golden = nn_golden("rmsnorm", {"x", "w"})}},
+    {"rms_norm_default_eps", {N({3, 5}), N({5})}, [](V x) { return F::rms_norm(x[0], {5}, x[1]); }, [](H h) { return rms_norm_ref(h[0], 5, &h[1], std::numeric_limits<double>::epsilon()); }, {.out = Kind::reduce, .contiguous_only = kVariant, .golden = nn_golden("rmsnorm_default_eps", {"x", "w"})}},
+    {"rms_norm_no_affine", {N({3, 7})}, [](V x) { return F::rms_norm(x[0], {7}, {}, 1e-3); }, [](H h) { return rms_norm_ref(h[0], 7, nullptr, 1e-3); }, {.out = Kind::reduce, .contiguous_only = kVariant}},
+    {"rms_norm_wide", {N({4, 1000}), N({1000})}, [](V x) { return F::rms_norm(x[0], {1000}, x[1], 1e-6); }, [](H h) { return rms_norm_ref(h[0], 1000, &h[1], 1e-6); }, {.forward_tol = 1e-11, .out = Kind::reduce, .no_gradcheck = kLarge, .contiguous_only = kVariant}},
     // norms, round 3 (PyTorch's goldens: tools/make_loss_golden.py); instance norm in training mode also
     // compares the running statistics it updates
     {"group_norm", {N({2, 6, 3, 2}), N({6}), N({6})}, [](V x) { return F::group_norm(x[0], 3, x[1], x[2]); }, [](H h) { return group_norm_ref(h[0], 3, &h[1], &h[2]); }, {.out = Kind::reduce, .golden = norm_golden("gn", {"x", "w", "b"})}},

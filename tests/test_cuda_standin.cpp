@@ -167,6 +167,7 @@ TEST_F(StandIn, OpsOnMixedDevicesNameBothDevices) {
   EXPECT_TRUE(mixed([&] { F::nll_loss(randn({2, 3}), from_vector<int64_t>({0, 2}).to(kGpu)); }, "nll"));
   EXPECT_TRUE(mixed([&] { F::batch_norm(d, zeros({3}), ones({3}), {}, {}, true); }, "batch_norm"));
   EXPECT_TRUE(mixed([&] { F::layer_norm(d, {4}, ones({4})); }, "layer_norm"));
+  EXPECT_TRUE(mixed([&] { F::rms_norm(d, {4}, ones({4})); }, "rms_norm"));
   EXPECT_TRUE(mixed([&] { F::embedding(from_vector<int64_t>({0, 1}), randn({3, 2}).to(kGpu)); }, "embedding"));
   EXPECT_TRUE(mixed([&] { F::mse_loss(d, h); }, "sub"));
   EXPECT_TRUE(mixed([&] { maximum(h, d); }, "maximum"));

@@ -49,6 +49,7 @@ TEST(GradcheckTable, CoversEveryDifferentiableOp) {
     required.emplace_back(op);
   for (const char* op : {"pad_const_neg", "conv2d_same_even", "conv1d_same", "conv_transpose2d", "conv_transpose1d", "max_pool2d_dilation", "max_pool2d_with_indices", "avg_pool2d_divisor_override", "max_pool1d", "avg_pool1d", "max_unpool2d", "interpolate_nearest", "interpolate_bilinear", "interpolate_linear", "interpolate_trilinear", "pixel_shuffle", "pixel_unshuffle"})
     required.emplace_back(op);
+  required.emplace_back("rms_norm");
   for (const UnaryOpInfo& op : kUnaryOps) required.emplace_back(op.name);
   for (const BinaryOpInfo& op : kBinaryOps)
     if (op.kind == BinaryKind::arithmetic) required.emplace_back(op.name);
@@ -66,7 +67,7 @@ TEST(GradcheckTable, CoversEveryDifferentiableOp) {
   // The first line of each op runs in every layout and is gradchecked.
   for (const OpCase& c : op_table())
     if (c.name == "conv2d" || c.name == "max_pool2d" || c.name == "cross_entropy" || c.name == "layer_norm" ||
-        c.name == "group_norm" || c.name == "instance_norm" || c.name == "ctc_loss" || c.name == "embedding_bag") {
+        c.name == "rms_norm" || c.name == "group_norm" || c.name == "instance_norm" || c.name == "ctc_loss" || c.name == "embedding_bag") {
       EXPECT_EQ(c.o.contiguous_only, nullptr) << c.name;
       EXPECT_EQ(c.o.no_gradcheck, nullptr) << c.name;
     }

@@ -151,6 +151,31 @@ TEST(NnFunctional, LayerNormParameterGradientsOverSeveralTiles) {
   expect_close(b.grad(), g.sum({0}), "bias gradient");
 }
 
+// rmsnorm, rmsnorm_default_eps (f64): the op table's lines rms_norm_2d and rms_norm_default_eps. Here PyTorch's
+// f32 result with f32's default eps (torch.finfo(f32).eps; mean(x²) ~ 1e-6 there, so eps shows), the weight
+// gradient over several column tiles against its composition from Ember's ops, and the error messages.
+TEST(NnFunctional, RmsNorm) {
+  check_case_f32("f32_rmsnorm_default_eps", {"x", "w"}, [](auto& m) { return F::rms_norm(m.at("x"), {5}, m.at("w")); });
+  const Tensor x32 = get("f32_rmsnorm_default_eps.x"), w32 = get("f32_rmsnorm_default_eps.w");
+  EXPECT_EQ(F::rms_norm(x32, {5}, w32).to_vector<float>(),
+            F::rms_norm(x32, {5}, w32, std::numeric_limits<float>::epsilon()).to_vector<float>());
+  const Tensor x64 = get("rmsnorm_default_eps.x"), w64 = get("rmsnorm_default_eps.w");
+  EXPECT_EQ(F::rms_norm(x64, {5}, w64).to_vector<double>(),
+            F::rms_norm(x64, {5}, w64, std::numeric_limits<double>::epsilon()).to_vector<double>());
+
+  Generator gen(3);
+  const Tensor x = randn({50, 600}, {.dtype = DType::f64}, &gen), g = randn({50, 600}, {.dtype = DType::f64}, &gen);
+  Tensor w = randn({600}, {.dtype = DType::f64}, &gen).requires_grad_();
+  F::rms_norm(x, {600}, w, 1e-6).backward(g);
+  expect_close(w.grad(), (g * x * rsqrt((x * x).mean({1}, true) + 1e-6)).sum({0}), "weight gradient");
+
+  EXPECT_TRUE(test::throws_error([&] { F::rms_norm(zeros({2, 3}), {4}); }, {"rms_norm", "[4]", "[2, 3]"}));
+  EXPECT_TRUE(test::throws_error([&] { F::rms_norm(zeros({2, 3}), {3}, zeros({2})); },
+                                 {"rms_norm: weight must be [3] f32, got [2] f32"}));
+  EXPECT_TRUE(test::throws_error([&] { F::rms_norm(zeros({2, 3}, {.dtype = DType::i64}), {3}); },
+                                 {"rms_norm: needs a floating input, got i64"}));
+}
+
 
 
 TEST(NnFunctional, LinearEmbeddingActivations) {

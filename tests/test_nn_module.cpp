@@ -4,6 +4,7 @@
 
 #include <ember/ember.h>
 
+#include "nn_golden_cases.h"
 #include "test_helpers.h"
 
 #include <cmath>
@@ -406,6 +407,8 @@ TEST(Layers, RunInF64AndNameTheLayerOnADtypeMismatch) {
       {std::make_shared<ConvTranspose2d>(2, 3, 3, &gen), {1, 2, 4, 4}, "ConvTranspose2d"},
       {std::make_shared<BatchNorm2d>(2), {3, 2, 3, 3}, "BatchNorm2d"},
       {std::make_shared<LayerNorm>(Shape{4}), {2, 4}, "LayerNorm"},
+      {std::make_shared<RMSNorm>(Shape{4}), {2, 4}, "RMSNorm"},
+      {std::make_shared<SwiGLU>(SwiGLUOptions{.dim = 4, .hidden = 6}, &gen), {2, 3, 4}, "SwiGLU"},
       {std::make_shared<GroupNorm>(2, 4), {2, 4, 3}, "GroupNorm"},
       {std::make_shared<InstanceNorm2d>(2, 1e-5, 0.1, true), {2, 2, 3, 3}, "InstanceNorm2d"},
       {std::make_shared<LSTM>(LSTMOptions(4, 3).num_layers(2), &gen), {2, 5, 4}, "LSTM"},
@@ -432,4 +435,64 @@ TEST(Layers, RunInF64AndNameTheLayerOnADtypeMismatch) {
                                    {c.name + ": the input is f32 but the layer's parameters are f64",
                                     "convert the input with .to(DType::f64) or the layer with .to(DType::f32)"}));
   }
+}
+
+// --- language-model layers (issue 31) ---------------------------------------------------------------------
+
+// RMSNorm: weight = 1 of normalized_shape (the only parameter, "weight"), the three ways of writing its
+// options, eps none (the dtype's machine epsilon) or given, and its errors.
+TEST(Layers, RMSNorm) {
+  nn::RMSNorm a(Shape{6});
+  EXPECT_EQ(names(a.named_parameters()), std::vector<std::string>{"weight"});
+  EXPECT_EQ(a.weight.shape(), Shape({6}));
+  EXPECT_EQ(a.weight.to_vector<float>(), std::vector<float>(6, 1.0f));
+  EXPECT_EQ(a.describe(), "RMSNorm([6])");
+  Generator gen(4);
+  const Tensor x = randn({4, 6}, {}, &gen);
+  a.weight.detach().copy_(randn({6}, {}, &gen));
+  EXPECT_EQ(a.forward(x).to_vector<float>(), nn::functional::rms_norm(x, {6}, a.weight).to_vector<float>());
+
+  const nn::RMSNorm b(nn::RMSNormOptions({2, 3}).eps(1e-3).elementwise_affine(false));
+  EXPECT_TRUE(b.parameters().empty());
+  EXPECT_EQ(b.describe(), "RMSNorm([2, 3], eps=0.001, elementwise_affine=false)");
+  nn::RMSNorm c({.normalized_shape = {2, 3}, .eps = 1e-3, .elementwise_affine = false});
+  const Tensor x3 = randn({4, 2, 3}, {}, &gen);
+  EXPECT_EQ(c.forward(x3).to_vector<float>(), nn::functional::rms_norm(x3, {2, 3}, {}, 1e-3).to_vector<float>());
+  EXPECT_EQ(nn::RMSNorm(Shape{3}, 0.5, false).options.eps(), std::optional<double>(0.5));
+
+  EXPECT_TRUE(test::throws_error([&] { a.forward(randn({4, 5})); },
+                                 {"rms_norm: normalized_shape [6] does not match the trailing dims of the input [4, 5]"}));
+  EXPECT_TRUE(test::throws_error([] { nn::RMSNorm(Shape{}); }, {"RMSNorm: normalized_shape must name at least one dim"}));
+  EXPECT_TRUE(test::throws_error([] { nn::RMSNorm(Shape{3}, -1.0); }, {"RMSNorm: eps must be >= 0, got -1"}));
+}
+
+// SwiGLU against PyTorch (tools/make_nn_golden.py's case swiglu: dim 6, hidden 10, f64): the golden's weights
+// loaded by the layer's state-dict names (Hugging Face's LlamaMLP's), then the output and the gradients of
+// the input and of the three weights.
+TEST(Layers, SwiGLUMatchesPyTorch) {
+  using test::nn_golden::get;
+  nn::SwiGLU m({.dim = 6, .hidden = 10});
+  EXPECT_EQ(names(m.named_parameters()),
+            (std::vector<std::string>{"gate_proj.weight", "up_proj.weight", "down_proj.weight"}));
+  EXPECT_EQ(m.gate_proj->weight.shape(), Shape({10, 6}));
+  EXPECT_EQ(m.down_proj->weight.shape(), Shape({6, 10}));
+  EXPECT_EQ(m.describe(), "SwiGLU(dim=6, hidden=10)");
+  m.to(DType::f64);
+  m.load_state_dict({{"gate_proj.weight", get("swiglu.gate")}, {"up_proj.weight", get("swiglu.up")},
+                     {"down_proj.weight", get("swiglu.down")}});
+  const Tensor x = get("swiglu.x").clone().requires_grad_();
+  const Tensor y = m.forward(x);
+  test::nn_golden::expect_close(y, get("swiglu.y"), "output");
+  sum(y * get("swiglu.r")).backward();
+  test::nn_golden::expect_close(x.grad(), get("swiglu.gx"), "input gradient", 1e-9);
+  test::nn_golden::expect_close(m.gate_proj->weight.grad(), get("swiglu.ggate"), "gate_proj gradient", 1e-9);
+  test::nn_golden::expect_close(m.up_proj->weight.grad(), get("swiglu.gup"), "up_proj gradient", 1e-9);
+  test::nn_golden::expect_close(m.down_proj->weight.grad(), get("swiglu.gdown"), "down_proj gradient", 1e-9);
+
+  const nn::SwiGLU biased({.dim = 4, .hidden = 3, .bias = true});
+  EXPECT_EQ(biased.named_parameters().size(), 6u);
+  EXPECT_EQ(biased.describe(), "SwiGLU(dim=4, hidden=3, bias=True)");
+  EXPECT_TRUE(test::throws_error([&] { m.forward(zeros({2, 5}, {.dtype = DType::f64})); },
+                                 {"SwiGLU: expected input [*, 6] (the layer's dim), got shape [2, 5]"}));
+  EXPECT_TRUE(test::throws_error([] { nn::SwiGLU({.dim = 4}); }, {"SwiGLU: dim (4) and hidden (0) must be positive"}));
 }

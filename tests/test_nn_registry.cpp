@@ -79,8 +79,8 @@ TEST(Registry, MlpOnFlatInputAndEveryType) {
   const Tensor y = gelu(hardtanh(softplus(elu(leaky_relu(silu(x), 0.2)), 2.0, 10.0), -0.5, 0.5), "tanh");
   EXPECT_EQ(acts->forward(x).to_vector<float>(), y.to_vector<float>());
   // 26 + 4 sequence types (nn/transformer.h) + lstm, gru, rnn_lm (nn/rnn.h) + 7 conv/pool/resample types (issue 30)
-  // + resnet (nn/resnet.h)
-  EXPECT_EQ(nn::layer_types().size(), 41u);
+  // + resnet (nn/resnet.h) + rms_norm, swiglu (issue 31)
+  EXPECT_EQ(nn::layer_types().size(), 43u);
   EXPECT_EQ(nn::layer_keys("linear"), (std::vector<std::string>{"out_features", "bias"}));
 }
 
@@ -243,6 +243,8 @@ TEST(Registry, EveryTypeBuildsWithItsDefaults) {
       {"adaptive_max_pool2d", {{{"output_size", int64_t{2}}}, image}},
       {"batch_norm", {{}, image}},
       {"layer_norm", {{}, flat}},
+      {"rms_norm", {{}, flat}},
+      {"swiglu", {{{"hidden", int64_t{5}}}, sequence}},
       {"embedding", {{{"embedding_dim", int64_t{4}}}, tokens}},
       {"embedding_bag", {{{"embedding_dim", int64_t{4}}}, tokens}},
       {"group_norm", {{{"num_groups", int64_t{3}}}, image}},
@@ -522,4 +524,36 @@ TEST(Registry, UpsampleAndPixelShuffle) {
   expect_same(ps->forward(y), y);
   expect_error({spec("pixel_shuffle", {{"upscale_factor", int64_t{3}}})}, {"(pixel_shuffle)", "does not fit"}, {8, 3, 3});
   expect_error({spec("pixel_unshuffle")}, {"missing required key 'downscale_factor'"}, {8, 4, 4});
+}
+
+// rms_norm normalises over the input's last dim with eps none (the dtype's machine epsilon) unless given;
+// swiglu infers its dim and has no biases unless asked.
+TEST(Registry, LanguageModelLayers) {
+  auto m = nn::build_sequential({spec("swiglu", {{"hidden", int64_t{12}}}), spec("rms_norm"),
+                                 spec("rms_norm", {{"eps", 1e-3}, {"elementwise_affine", false}})},
+                                {5, 8});
+  ASSERT_EQ(m->size(), 3u);
+  const auto mlp = std::dynamic_pointer_cast<nn::SwiGLU>((*m)[0]);
+  ASSERT_NE(mlp, nullptr);
+  EXPECT_EQ(mlp->options.dim, 8);
+  EXPECT_EQ(mlp->options.hidden, 12);
+  EXPECT_FALSE(mlp->gate_proj->bias.defined());
+  const auto n1 = std::dynamic_pointer_cast<nn::RMSNorm>((*m)[1]), n2 = std::dynamic_pointer_cast<nn::RMSNorm>((*m)[2]);
+  ASSERT_TRUE(n1 && n2);
+  EXPECT_EQ(n1->normalized_shape, Shape({8}));
+  EXPECT_FALSE(n1->options.eps().has_value());
+  EXPECT_TRUE(n1->weight.defined());
+  EXPECT_EQ(n2->options.eps(), std::optional<double>(1e-3));
+  EXPECT_FALSE(n2->weight.defined());
+  const Tensor x = randn({2, 5, 8});
+  EXPECT_TRUE(same(m->forward(x), nn::functional::rms_norm(nn::functional::rms_norm(mlp->forward(x), {8}, n1->weight), {8}, {}, 1e-3)));
+  auto biased = nn::build_sequential({spec("swiglu", {{"hidden", int64_t{3}}, {"bias", true}})}, {4});
+  EXPECT_EQ(biased->parameter_count(), 2 * (4 * 3 + 3) + (3 * 4 + 4));
+
+  expect_error({spec("rms_norm", {{"normalized_shape", int64_t{8}}})}, {"(rms_norm)", "'normalized_shape' is not set by hand"}, {8});
+  expect_error({spec("swiglu", {{"hidden", int64_t{4}}, {"dim", int64_t{8}}})}, {"(swiglu)", "'dim' is not set by hand"}, {8});
+  expect_error({spec("swiglu")}, {"(swiglu)", "missing required key 'hidden'"}, {8});
+  expect_error({spec("swiglu", {{"hidden", int64_t{0}}})}, {"(swiglu)", "'hidden' must be positive"}, {8});
+  expect_error({spec("rms_norm", {{"eps", -1.0}})}, {"(rms_norm)", "'eps'"}, {8});
+  expect_error({spec("swiglu", {{"hidden", int64_t{4}}})}, {"(swiglu)", "[features] or [T, features]"}, {2, 3, 4});
 }

@@ -182,6 +182,8 @@ TEST(OnnxExport, EveryRegistryLayerMatchesOnnxruntime) {
       {"layer_norm", "[{type: layer_norm}]", {5, 8}},
       {"layer_norm_opset13", "[{type: layer_norm}]", {5, 8}, false, 13},
       {"layer_norm_no_affine", "[{type: layer_norm, affine: false, eps: 0.01}]", {8}},
+      {"rms_norm", "[{type: rms_norm}]", {5, 8}},
+      {"rms_norm_no_affine", "[{type: rms_norm, elementwise_affine: false, eps: 0.01}]", {8}},
       {"dropout", "[{type: dropout, p: 0.5}]", {10}},
       {"flatten", "[{type: flatten}]", {2, 3, 4}},
       {"flatten_from_2", "[{type: flatten, start_dim: 2}]", {2, 3, 4}},
@@ -216,6 +218,8 @@ TEST(OnnxExport, EveryRegistryLayerMatchesOnnxruntime) {
        "[{type: embedding, embedding_dim: 12}, {type: transformer_block, heads: 3, causal: false, norm_first: false, "
        "activation: relu, dim_feedforward: 20}]",
        {5}, true},
+      {"swiglu", "[{type: swiglu, hidden: 10}]", {7}},
+      {"swiglu_sequence_bias", "[{type: embedding, embedding_dim: 6}, {type: swiglu, hidden: 9, bias: true}]", {5}, true},
       {"transformer_block_opset13", "[{type: embedding, embedding_dim: 8}, {type: transformer_block, heads: 2}]", {4}, true, 13},
       {"lstm", "[{type: lstm, hidden_size: 4}]", {6, 5}},
       {"lstm_bidirectional_2_layers", "[{type: lstm, hidden_size: 3, num_layers: 2, bidirectional: true}]", {5, 4}},

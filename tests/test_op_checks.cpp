@@ -285,6 +285,20 @@ TEST(OpChecks, Norms) {
                            {"layer_norm: input must be a contiguous tensor of at least 1 dim"}));
   EXPECT_TRUE(throws_error([&] { checks::check_layer_norm_backward(op({6, 8}), rows, nullptr, d8, m6, nullptr, nullptr, nullptr); },
                            {"layer_norm_backward: save_mean must be a contiguous f32 tensor of 6 elements, got f32 × 8"}));
+
+  const checks::RowDims rr = checks::check_rms_norm_forward(rows, &d8, op({6, 8}), m6);
+  EXPECT_EQ(rr.M * 10 + rr.D, 68);
+  EXPECT_TRUE(throws_error([&] { checks::check_rms_norm_forward(rows, &m6, op({6, 8}), m6); },
+                           {"rms_norm: weight must be a contiguous f32 tensor of 8 elements, got f32 × 6"}));
+  EXPECT_TRUE(throws_error([&] { checks::check_rms_norm_forward(op.transposed(8, 6), nullptr, op({6, 8}), m6); },
+                           {"rms_norm: input must be a contiguous tensor of at least 1 dim"}));
+  EXPECT_TRUE(throws_error([&] { checks::check_rms_norm_forward(rows, nullptr, op({6, 8}, DType::f64), m6); },
+                           {"rms_norm: output must be a contiguous f32 tensor of 48 elements, got f64 × 48"}));
+  EXPECT_TRUE(throws_error([&] { checks::check_rms_norm_backward(op({6, 8}), rows, nullptr, d8, nullptr, nullptr); },
+                           {"rms_norm_backward: save_invrms must be a contiguous f32 tensor of 6 elements, got f32 × 8"}));
+  const TensorArg gw_bad = op({6});
+  EXPECT_TRUE(throws_error([&] { checks::check_rms_norm_backward(op({6, 8}), rows, &d8, m6, nullptr, &gw_bad); },
+                           {"rms_norm_backward: grad_weight must be a contiguous f32 tensor of 8 elements, got f32 × 6"}));
 }
 
 TEST(OpChecks, RecurrentCells) {

@@ -196,6 +196,27 @@ case("conv1d_grouped", lambda x, w: F.conv1d(x, w, stride=3, padding=1, groups=2
 case32("f32_conv1d", lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=1), x=torch.randn(3, 5, 16),
        w=torch.randn(8, 5, 5), b=torch.randn(8))
 
+
+# --- language-model layers (issue 31): RMSNorm and SwiGLU ------------------------------------------------------
+# Their own random stream (fork_rng), so they neither shift nor depend on the draws of the cases above.
+# torch 1.13 has no F.rms_norm: PyTorch 2.4's definition, y = x·rsqrt(mean(x², normalized dims) + eps)·w,
+# with eps = torch.finfo(x.dtype).eps when not given (the default-eps cases have x small enough that eps
+# shows: mean(x²) ~ 1e-14 in f64, ~1e-6 in f32).
+def rms_norm(x, dims, w=None, eps=None):
+    eps = torch.finfo(x.dtype).eps if eps is None else eps
+    y = x * torch.rsqrt(x.pow(2).mean(tuple(range(-dims, 0)), keepdim=True) + eps)
+    return y if w is None else y * w
+
+
+with torch.random.fork_rng():
+    torch.manual_seed(31)
+    case("rmsnorm", lambda x, w: rms_norm(x, 2, w, eps=1e-5), x=torch.randn(2, 3, 4), w=torch.randn(3, 4))
+    case("rmsnorm_default_eps", lambda x, w: rms_norm(x, 1, w), x=torch.randn(3, 5) * 1e-7, w=torch.randn(5))
+    case32("f32_rmsnorm_default_eps", lambda x, w: rms_norm(x, 1, w), x=torch.randn(3, 5) * 1e-3, w=torch.randn(5))
+    # SwiGLU (Llama's MLP): down(silu(gate(x)) * up(x)), bias-free; dim 6, hidden 10
+    case("swiglu", lambda x, gate, up, down: F.linear(F.silu(F.linear(x, gate)) * F.linear(x, up), down),
+         x=torch.randn(2, 3, 6), gate=torch.randn(10, 6) * 0.4, up=torch.randn(10, 6) * 0.4, down=torch.randn(6, 10) * 0.3)
+
 path = pathlib.Path(__file__).resolve().parent.parent / "tests" / "data" / "nn_golden.safetensors"
 save_file({k: v.clone().contiguous() for k, v in out.items()}, str(path), metadata={"torch": torch.__version__})
 print(f"wrote {path} ({len(out)} tensors)")

@@ -1,4 +1,4 @@
-// batch_norm over x [N, C, S] (one channel per task) and layer_norm over x [M, D] (one row per task).
+// batch_norm over x [N, C, S] (one channel per task), layer_norm and rms_norm over x [M, D] (one row per task).
 // Statistics accumulate in double, two passes (mean, then squared deviations) for accuracy. The formulas
 // are backends/nn_math.h's (shared with backends/cuda/norm.cu).
 #include <algorithm>
@@ -144,6 +144,37 @@ void bn_backward(const checks::BatchNormDims& d, const TensorArg& gy, const Tens
   });
 }
 
+// The weight/bias gradients of layer norm (and RMS norm: mean null, taken as 0; no bias): the column sums
+// Σg·x̂ and Σg over the rows, a tile of columns at a time with the rows streaming through the cache (not one
+// strided column at a time); each column adds its rows in order.
+template <typename T>
+void norm_param_grads(const checks::RowDims& rows, const TensorArg& gy, const TensorArg& x, const T* mean,
+                      const T* invstd, const TensorArg* gw, const TensorArg* gb) {
+  const int64_t D = rows.D, M = rows.M;
+  constexpr int64_t kTile = 256;
+  parallel_for(D, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, M)), [&](int64_t begin, int64_t end) {
+    double sw[kTile], sb[kTile];
+    for (int64_t d0 = begin; d0 < end; d0 += kTile) {
+      const int64_t nd = std::min(kTile, end - d0);
+      std::fill(sw, sw + nd, 0.0);
+      std::fill(sb, sb + nd, 0.0);
+      for (int64_t r = 0; r < M; ++r) {
+        const T *g = gy.ptr<T>() + r * D + d0, *p = x.ptr<T>() + r * D + d0;
+        const T m = mean != nullptr ? mean[r] : T(0), is = invstd[r];
+#pragma omp simd
+        for (int64_t k = 0; k < nd; ++k) {
+          sb[k] += g[k];
+          sw[k] += g[k] * nn_math::norm_xhat(p[k], m, is);
+        }
+      }
+      for (int64_t k = 0; k < nd; ++k) {
+        if (gw != nullptr) gw->ptr<T>()[d0 + k] = static_cast<T>(sw[k]);
+        if (gb != nullptr) gb->ptr<T>()[d0 + k] = static_cast<T>(sb[k]);
+      }
+    }
+  });
+}
+
 template <typename T>
 void ln_forward(const checks::RowDims& rows, const TensorArg& x, const TensorArg* weight, const TensorArg* bias,
                 const TensorArg& y, const TensorArg& save_mean, const TensorArg& save_invstd, double eps) {
@@ -173,32 +204,36 @@ void ln_backward(const checks::RowDims& rows, const TensorArg& gy, const TensorA
                                          gx->ptr<T>() + r * D, D, mean[r], invstd[r]);
     });
   }
-  // Column sums over the rows, a tile of columns at a time with the rows streaming through the cache (not one
-  // strided column at a time); each column adds its rows in order, as before.
-  if (gw != nullptr || gb != nullptr) {
-    constexpr int64_t kTile = 256;
-    parallel_for(D, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, M)), [&](int64_t begin, int64_t end) {
-      double sw[kTile], sb[kTile];
-      for (int64_t d0 = begin; d0 < end; d0 += kTile) {
-        const int64_t nd = std::min(kTile, end - d0);
-        std::fill(sw, sw + nd, 0.0);
-        std::fill(sb, sb + nd, 0.0);
-        for (int64_t r = 0; r < M; ++r) {
-          const T *g = gy.ptr<T>() + r * D + d0, *p = x.ptr<T>() + r * D + d0;
-          const T m = mean[r], is = invstd[r];
-#pragma omp simd
-          for (int64_t k = 0; k < nd; ++k) {
-            sb[k] += g[k];
-            sw[k] += g[k] * nn_math::norm_xhat(p[k], m, is);
-          }
-        }
-        for (int64_t k = 0; k < nd; ++k) {
-          if (gw != nullptr) gw->ptr<T>()[d0 + k] = static_cast<T>(sw[k]);
-          if (gb != nullptr) gb->ptr<T>()[d0 + k] = static_cast<T>(sb[k]);
-        }
-      }
+  if (gw != nullptr || gb != nullptr) norm_param_grads(rows, gy, x, mean, invstd, gw, gb);
+}
+
+template <typename T>
+void rms_forward(const checks::RowDims& rows, const TensorArg& x, const TensorArg* weight, const TensorArg& y,
+                 const TensorArg& save_invrms, double eps) {
+  const int64_t D = rows.D, M = rows.M;
+  const T* w = ptr_or_null<const T>(weight);
+  parallel_for(M, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, D)), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      double invrms;
+      nn_math::rms_norm_row(nn_math::SerialRow{}, x.ptr<T>() + r * D, w, y.ptr<T>() + r * D, D, eps, invrms);
+      save_invrms.ptr<T>()[r] = static_cast<T>(invrms);
+    }
+  });
+}
+
+template <typename T>
+void rms_backward(const checks::RowDims& rows, const TensorArg& gy, const TensorArg& x, const TensorArg* weight,
+                  const TensorArg& save_invrms, const TensorArg* gx, const TensorArg* gw) {
+  const int64_t D = rows.D, M = rows.M;
+  const T *w = ptr_or_null<const T>(weight), *invrms = save_invrms.ptr<T>();
+  if (gx != nullptr) {
+    parallel_for(M, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, D)), [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r)
+        nn_math::rms_norm_backward_row(nn_math::SerialRow{}, gy.ptr<T>() + r * D, x.ptr<T>() + r * D, w,
+                                       gx->ptr<T>() + r * D, D, invrms[r]);
     });
   }
+  if (gw != nullptr) norm_param_grads<T>(rows, gy, x, nullptr, invrms, gw, nullptr);
 }
 
 }  // namespace
@@ -240,6 +275,21 @@ void CpuBackend::layer_norm_backward(const TensorArg& grad_y, const TensorArg& x
       checks::check_layer_norm_backward(grad_y, x, weight, save_mean, save_invstd, grad_x, grad_weight, grad_bias);
   dispatch_floating(x.dtype, "layer_norm_backward", [&](auto tag) {
     ln_backward<decltype(tag)>(d, grad_y, x, weight, save_mean, save_invstd, grad_x, grad_weight, grad_bias);
+  });
+}
+
+void CpuBackend::rms_norm_forward(const TensorArg& x, const TensorArg* weight, const TensorArg& y,
+                                  const TensorArg& save_invrms, double eps) {
+  const checks::RowDims d = checks::check_rms_norm_forward(x, weight, y, save_invrms);
+  dispatch_floating(x.dtype, "rms_norm",
+                    [&](auto tag) { rms_forward<decltype(tag)>(d, x, weight, y, save_invrms, eps); });
+}
+
+void CpuBackend::rms_norm_backward(const TensorArg& grad_y, const TensorArg& x, const TensorArg* weight,
+                                   const TensorArg& save_invrms, const TensorArg* grad_x, const TensorArg* grad_weight) {
+  const checks::RowDims d = checks::check_rms_norm_backward(grad_y, x, weight, save_invrms, grad_x, grad_weight);
+  dispatch_floating(x.dtype, "rms_norm_backward", [&](auto tag) {
+    rms_backward<decltype(tag)>(d, grad_y, x, weight, save_invrms, grad_x, grad_weight);
   });
 }
 

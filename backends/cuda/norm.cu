@@ -1,8 +1,8 @@
-// batch_norm over x [N, C, S] (one kBlock-thread block per channel) and layer_norm over x [M, D] (one block
-// per row; the weight/bias gradients one block per column), as backends/cpu/norm.cpp: the same formulas in
-// the same precisions (statistics accumulated in double, two passes: mean, then squared deviations), the
-// formulas backends/nn_math.h's, the sums through block_reduce (a fixed tree order: deterministic, no
-// atomics).
+// batch_norm over x [N, C, S] (one kBlock-thread block per channel), layer_norm and rms_norm over x [M, D]
+// (one block per row; the weight/bias gradients one block per column), as backends/cpu/norm.cpp: the same
+// formulas in the same precisions (statistics accumulated in double, two passes: mean, then squared
+// deviations), the formulas backends/nn_math.h's, the sums through block_reduce (a fixed tree order:
+// deterministic, no atomics).
 #include "backends/checks.h"
 #include "backends/cuda/loops.cuh"
 #include "backends/nn_math.h"
@@ -115,20 +115,37 @@ __global__ void __launch_bounds__(kBlock) layer_norm_backward_input_kernel(Layer
                                      a.invstd[r]);
 }
 
-// grad_weight / grad_bias: column sums over the rows, one block per column.
+// grad_weight / grad_bias: column sums over the rows, one block per column (RMS norm's too: mean null, taken
+// as 0).
 template <typename T>
 __global__ void __launch_bounds__(kBlock) layer_norm_backward_params_kernel(LayerNormArgs<T> a) {
   for (int64_t d = blockIdx.x; d < a.D; d += gridDim.x) {
     SumPair s{0, 0};  // Σg·x̂ (weight), Σg (bias)
     for (int64_t r = threadIdx.x; r < a.M; r += kBlock) {
       const T g = a.gy[r * a.D + d];
-      s.a += g * nn_math::norm_xhat(a.x[r * a.D + d], a.mean[r], a.invstd[r]);
+      s.a += g * nn_math::norm_xhat(a.x[r * a.D + d], a.mean != nullptr ? a.mean[r] : T(0), a.invstd[r]);
       s.b += g;
     }
     s = block_reduce(s, SumOp{});
     if (threadIdx.x == 0 && a.gw != nullptr) a.gw[d] = static_cast<T>(s.a);
     if (threadIdx.x == 0 && a.gb != nullptr) a.gb[d] = static_cast<T>(s.b);
   }
+}
+
+// RMS norm, with LayerNormArgs (no bias, no mean; invstd holds invrms): one block per row, as layer norm.
+template <typename T>
+__global__ void __launch_bounds__(kBlock) rms_norm_forward_kernel(LayerNormArgs<T> a) {
+  for (int64_t r = blockIdx.x; r < a.M; r += gridDim.x) {
+    double invrms;
+    nn_math::rms_norm_row(BlockRow{}, a.x + r * a.D, a.w, a.y + r * a.D, a.D, a.eps, invrms);
+    if (threadIdx.x == 0) a.invstd[r] = static_cast<T>(invrms);
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kBlock) rms_norm_backward_input_kernel(LayerNormArgs<T> a) {
+  for (int64_t r = blockIdx.x; r < a.M; r += gridDim.x)
+    nn_math::rms_norm_backward_row(BlockRow{}, a.gy + r * a.D, a.x + r * a.D, a.w, a.gx + r * a.D, a.D, a.invstd[r]);
 }
 
 }  // namespace
@@ -191,6 +208,33 @@ void CudaBackend::layer_norm_backward(const TensorArg& grad_y, const TensorArg& 
     if (grad_x != nullptr) launch_rows(ctx.stream, d.M, layer_norm_backward_input_kernel<T>, a);
     // one block per column; M == 0: zero sums
     if (grad_weight != nullptr || grad_bias != nullptr) launch_rows(ctx.stream, d.D, layer_norm_backward_params_kernel<T>, a);
+  });
+}
+
+void CudaBackend::rms_norm_forward(const TensorArg& x, const TensorArg* weight, const TensorArg& y,
+                                   const TensorArg& save_invrms, double eps) {
+  const checks::RowDims d = checks::check_rms_norm_forward(x, weight, y, save_invrms);
+  DeviceContext& ctx = context(x.device_index);
+  dispatch_floating(x.dtype, "rms_norm", [&](auto tag) {
+    using T = decltype(tag);
+    const LayerNormArgs<T> a{x.ptr<T>(), nullptr, ptr_or_null<const T>(weight), nullptr, y.ptr<T>(), nullptr,
+                             save_invrms.ptr<T>(), nullptr, nullptr, nullptr, d.M, d.D, eps};
+    launch_rows(ctx.stream, d.M, rms_norm_forward_kernel<T>, a);
+  });
+}
+
+void CudaBackend::rms_norm_backward(const TensorArg& grad_y, const TensorArg& x, const TensorArg* weight,
+                                    const TensorArg& save_invrms, const TensorArg* grad_x,
+                                    const TensorArg* grad_weight) {
+  const checks::RowDims d = checks::check_rms_norm_backward(grad_y, x, weight, save_invrms, grad_x, grad_weight);
+  DeviceContext& ctx = context(x.device_index);
+  dispatch_floating(x.dtype, "rms_norm_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const LayerNormArgs<T> a{x.ptr<T>(), grad_y.ptr<T>(), ptr_or_null<const T>(weight), nullptr, nullptr, nullptr,
+                             save_invrms.ptr<T>(), ptr_or_null<T>(grad_x), ptr_or_null<T>(grad_weight), nullptr, d.M,
+                             d.D, 0.0};
+    if (grad_x != nullptr) launch_rows(ctx.stream, d.M, rms_norm_backward_input_kernel<T>, a);
+    if (grad_weight != nullptr) launch_rows(ctx.stream, d.D, layer_norm_backward_params_kernel<T>, a);
   });
 }
 
