@@ -33,6 +33,9 @@ MultiheadAttention::MultiheadAttention(const MultiheadAttentionOptions& o, Gener
   EMBER_CHECK(o.num_kv_heads >= 0 && o.num_heads % kv_heads() == 0, "MultiheadAttention: num_kv_heads ",
               o.num_kv_heads, " must divide num_heads ", o.num_heads,
               " (grouped-query attention), or be 0 for num_heads");
+  EMBER_CHECK(!o.rotary || (o.embed_dim / o.num_heads) % 2 == 0,
+              "MultiheadAttention: rotary needs an even head dim, got ", o.embed_dim / o.num_heads,
+              " (embed_dim / num_heads)");
   const int64_t e = o.embed_dim, rows = e + 2 * kv_heads() * (e / o.num_heads);  // q, k, v
   in_proj_weight = register_parameter("in_proj_weight", empty({rows, e}));
   init::xavier_uniform_(in_proj_weight, 1.0, gen);
@@ -46,6 +49,7 @@ std::string MultiheadAttention::describe() const {
   s << "MultiheadAttention(embed_dim=" << options.embed_dim << ", num_heads=" << options.num_heads
     << (kv_heads() != options.num_heads ? ", num_kv_heads=" + std::to_string(kv_heads()) : std::string())
     << ", dropout=" << options.dropout << (options.bias ? "" : ", bias=False")
+    << (options.rotary ? ", rotary=True" : "")
     << (options.batch_first ? ", batch_first=True" : "") << ")";
   return s.str();
 }
@@ -87,6 +91,10 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
     return t.reshape({b, len, n, dh}).transpose(1, 2);
   };
   q = heads(q, l, h), k = heads(k, s, hkv), v = heads(v, s, hkv);  // [B, H or Hkv, len, Dh]
+  if (options.rotary) {
+    q = F::apply_rotary(q, {.theta = options.rotary_theta});
+    k = F::apply_rotary(k, {.theta = options.rotary_theta});
+  }
 
   // The masks, broadcastable to [B, H, L, S]: bool ones (true = masked) or'ed, floating ones added.
   Tensor blocked, additive;
@@ -173,13 +181,17 @@ Tensor MultiheadAttention::forward_cached(const Tensor& x, Tensor& k_cache, Tens
   const auto heads = [&](int64_t start, int64_t n) {
     return qkv.narrow(-1, start, n * dh).reshape({b, t, n, dh}).transpose(1, 2);
   };
-  k_cache.narrow(2, past, t).copy_(heads(e, hkv));
+  // Positions past .. past + t - 1: the cache holds the keys rotated.
+  const auto rotated = [&](const Tensor& z) {
+    return options.rotary ? F::apply_rotary(z, {.theta = options.rotary_theta, .position_offset = past}) : z;
+  };
+  k_cache.narrow(2, past, t).copy_(rotated(heads(e, hkv)));
   v_cache.narrow(2, past, t).copy_(heads(e + kvd, hkv));
   const int64_t s = past + t;
   // Query i is position past + i: it sees keys 0..past+i (bottom-right aligned). One new token sees all.
   const Tensor mask = t == 1 ? Tensor() : eq(after(t, s, past, x.device()), 0);
   const Tensor out = F::scaled_dot_product_attention(
-      heads(0, h), k_cache.narrow(2, 0, s), v_cache.narrow(2, 0, s),
+      rotated(heads(0, h)), k_cache.narrow(2, 0, s), v_cache.narrow(2, 0, s),
       {.attn_mask = mask, .dropout_p = is_training() ? options.dropout : 0.0, .gen = gen_, .enable_gqa = hkv != h});
   return out_proj->forward(out.transpose(1, 2).reshape({b, t, e}));
 }
@@ -197,7 +209,8 @@ TransformerEncoderLayer::TransformerEncoderLayer(const TransformerEncoderLayerOp
                                                                          .dropout = o.dropout,
                                                                          .bias = o.bias,
                                                                          .batch_first = o.batch_first,
-                                                                         .num_kv_heads = o.num_kv_heads},
+                                                                         .num_kv_heads = o.num_kv_heads,
+                                                                         .rotary = o.rotary},
                                                gen));
   linear1 = register_module("linear1", std::make_shared<Linear>(o.d_model, o.dim_feedforward, o.bias, gen));
   dropout = register_module("dropout", std::make_shared<Dropout>(o.dropout, gen));
@@ -317,15 +330,15 @@ GPT::GPT(const GPTOptions& o, Generator* gen) : options(o) {
               "; pick a head count that divides it");
   EMBER_CHECK(o.kv_heads >= 0 && o.heads % (o.kv_heads > 0 ? o.kv_heads : o.heads) == 0, "GPT: kv_heads ", o.kv_heads,
               " must divide heads ", o.heads, " (grouped-query attention), or be 0 for heads");
-  EMBER_CHECK(o.position == "learned" || o.position == "sinusoidal", "GPT: position must be learned or sinusoidal, got '",
-              o.position, "'");
+  EMBER_CHECK(o.position == "learned" || o.position == "sinusoidal" || o.position == "rotary",
+              "GPT: position must be learned, sinusoidal or rotary, got '", o.position, "'");
   EMBER_CHECK(o.dropout >= 0 && o.dropout < 1, "GPT: dropout must be in [0, 1), got ", o.dropout);
   const double std = 0.02, residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(o.layers));
   tok_emb = register_module("tok_emb", std::make_shared<Embedding>(o.vocab_size, o.dim, gen));
   init::normal_(tok_emb->weight, 0.0, std, gen);
   if (o.position == "learned")
     pos_emb = register_module("pos_emb", std::make_shared<LearnedPositionalEmbedding>(o.context, o.dim, gen));
-  else
+  else if (o.position == "sinusoidal")
     pos_emb = register_module("pos_emb", std::make_shared<SinusoidalPositionalEncoding>(o.context, o.dim));
   drop = register_module("drop", std::make_shared<Dropout>(o.dropout, gen));
   blocks = register_module("blocks", std::make_shared<ModuleList>());
@@ -339,7 +352,8 @@ GPT::GPT(const GPTOptions& o, Generator* gen) : options(o) {
                                                                                       .batch_first = true,
                                                                                       .norm_first = true,
                                                                                       .bias = o.bias,
-                                                                                      .num_kv_heads = o.kv_heads},
+                                                                                      .num_kv_heads = o.kv_heads,
+                                                                                      .rotary = o.position == "rotary"},
                                                        gen);
     init::normal_(b->self_attn->in_proj_weight, 0.0, std, gen);
     init::normal_(b->self_attn->out_proj->weight, 0.0, residual_std, gen);
@@ -375,7 +389,8 @@ Tensor GPT::embed(const Tensor& tokens, int64_t offset, const char* what) {
               dtype_name(tokens.dtype()), " ", tokens.shape());
   Tensor x = tok_emb->forward(tokens);
   if (auto* learned = dynamic_cast<LearnedPositionalEmbedding*>(pos_emb.get())) x = learned->forward(x, offset);
-  else x = static_cast<SinusoidalPositionalEncoding&>(*pos_emb).forward(x, offset);
+  else if (pos_emb) x = static_cast<SinusoidalPositionalEncoding&>(*pos_emb).forward(x, offset);
+  // rotary: the blocks' attention rotates q and k by the positions (the cache's length when decoding)
   return drop->forward(x);
 }
 

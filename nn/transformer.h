@@ -27,6 +27,10 @@ struct MultiheadAttentionOptions {
   // Key/value heads: grouped-query attention (multi-query with 1) when fewer than num_heads, which they
   // divide; 0: num_heads (PyTorch's MultiheadAttention, which has no GQA).
   int64_t num_kv_heads = 0;
+  // Rotary position embeddings on q and k (nn::functional::apply_rotary over the whole head dim, Llama's
+  // rotate_half; Dh even): query i at position i, key j at j (forward_cached: from `past`).
+  bool rotary = false;
+  double rotary_theta = 10000.0;
 };
 
 // What one call takes besides query, key, value (torch.nn.MultiheadAttention.forward's keywords).
@@ -92,6 +96,7 @@ struct TransformerEncoderLayerOptions {
   bool norm_first = false;  // pre-norm (GPT-2) instead of the original post-norm
   bool bias = true;         // of the linears, the attention and the layer norms (PyTorch 2.1's bias)
   int64_t num_kv_heads = 0;  // the attention's key/value heads (MultiheadAttentionOptions::num_kv_heads)
+  bool rotary = false;       // rotary position embeddings in the attention (MultiheadAttentionOptions::rotary)
 };
 
 struct TransformerEncoderLayerForward {
@@ -177,7 +182,7 @@ struct GPTOptions {
   int64_t heads = 4;
   int64_t mlp_ratio = 4;  // dim_feedforward = mlp_ratio · dim
   double dropout = 0.1;
-  std::string position = "learned";  // learned | sinusoidal
+  std::string position = "learned";  // learned | sinusoidal | rotary (in the attention; no pos_emb)
   bool tie_weights = true;           // logits = x · tok_emb.weightᵀ (no head)
   bool bias = true;                  // biases of the linears, attention and layer norms
   int64_t kv_heads = 0;              // key/value heads (grouped-query attention; they divide heads); 0: heads
@@ -188,9 +193,10 @@ struct GPTOptions {
 //   names: norm_first, gelu, batch_first, dim_feedforward = mlp_ratio·D); ln_f.weight/bias [D];
 //   head.weight [V, D] (no bias) only without tie_weights.
 // forward: x = drop(tok_emb(tokens) + pos_emb), the blocks with a causal mask, ln_f, then the head (or the
-// tied embedding). Init as GPT-2: N(0, 0.02) for the embeddings and every Linear and in_proj weight,
-// N(0, 0.02/√(2·layers)) for the residual projections (self_attn.out_proj.weight and linear2.weight), zero
-// biases, LayerNorm weight 1 and bias 0.
+// tied embedding); position = rotary: no pos_emb, each block's attention rotates q and k (Llama's RoPE).
+// Init as GPT-2: N(0, 0.02) for the embeddings and every Linear and in_proj weight, N(0, 0.02/√(2·layers))
+// for the residual projections (self_attn.out_proj.weight and linear2.weight), zero biases, LayerNorm weight
+// 1 and bias 0.
 // decode keeps a key/value cache per layer ([B, Hkv, context, Dh] each, Hkv = kv_heads or heads, allocated
 // once per state) and records no autograd graph. With kv_heads < heads each block's in_proj has
 // (D + 2·kv_heads·Dh) rows; the names are the same.
@@ -206,7 +212,7 @@ class GPT : public CausalLM {
   std::string describe() const override;
 
   std::shared_ptr<Embedding> tok_emb;
-  std::shared_ptr<Module> pos_emb;  // LearnedPositionalEmbedding or SinusoidalPositionalEncoding
+  std::shared_ptr<Module> pos_emb;  // LearnedPositionalEmbedding or SinusoidalPositionalEncoding; null: rotary
   std::shared_ptr<Dropout> drop;
   std::shared_ptr<ModuleList> blocks;
   std::shared_ptr<LayerNorm> ln_f;

@@ -474,7 +474,8 @@ TEST(GPT, KeysAndInit) {
   EXPECT_EQ(u.back(), "head.weight");
   EXPECT_EQ(std::count(u.begin(), u.end(), "pos_emb.weight"), 0);
   EXPECT_TRUE(test::throws_error([] { nn::GPT({.vocab_size = 5, .dim = 30, .heads = 4}); }, {"dim 30", "heads 4"}));
-  EXPECT_TRUE(test::throws_error([] { nn::GPT({.vocab_size = 5, .position = "rotary"}); }, {"learned or sinusoidal", "rotary"}));
+  EXPECT_TRUE(test::throws_error([] { nn::GPT({.vocab_size = 5, .position = "alibi"}); },
+                                 {"learned, sinusoidal or rotary", "alibi"}));
   EXPECT_TRUE(test::throws_error([&] { tied.forward(zeros({1, 17}, {.dtype = DType::i64})); },
                                  {"sequence of 17 tokens is longer than the model's context 16"}));
 }
@@ -561,6 +562,51 @@ TEST(GPT, GroupedQueryDecodeEqualsForward) {
     EXPECT_LE(test::golden_mismatch(cat(parts, 1), full, 1e-11, 1e-12), 1.0) << kv_heads << " kv heads";
     EXPECT_NE(gpt.describe().find("kv_heads=" + std::to_string(kv_heads)), std::string::npos) << gpt.describe();
   }
+}
+
+// Rotary position embeddings in the attention: the module is apply_rotary on q and k of the plain one's
+// projections; a rotary GPT (with grouped-query attention too) decodes with the cache as its forward, the cache
+// holding keys rotated at their own positions; it has no pos_emb.
+TEST(GPT, RotaryAttentionAndDecode) {
+  Generator gen(29);
+  nn::MultiheadAttention rope({.embed_dim = 8, .num_heads = 2, .batch_first = true, .num_kv_heads = 1, .rotary = true},
+                              &gen);
+  rope.to(DType::f64);
+  nn::init::normal_(rope.in_proj_bias, 0.0, 0.5, &gen);
+  const Tensor x = randn({2, 5, 8}, {.dtype = DType::f64}, &gen);
+  const Tensor qkv = F::linear(x, rope.in_proj_weight, rope.in_proj_bias);
+  const auto heads = [&](int64_t start, int64_t n) {
+    return qkv.narrow(-1, start, n * 4).reshape({2, 5, n, 4}).transpose(1, 2);
+  };
+  const Tensor attn = F::scaled_dot_product_attention(F::apply_rotary(heads(0, 2)), F::apply_rotary(heads(8, 1)),
+                                                      heads(12, 1), {.is_causal = true, .enable_gqa = true});
+  const Tensor want = rope.out_proj->forward(attn.transpose(1, 2).reshape({2, 5, 8}));
+  for (const bool need_weights : {false, true})
+    EXPECT_LE(test::golden_mismatch(rope.forward(x, x, x, {.need_weights = need_weights, .is_causal = true}).output,
+                                    want, 1e-12, 1e-13),
+              1.0);
+  EXPECT_NE(rope.describe().find("rotary=True"), std::string::npos);
+  EXPECT_TRUE(test::throws_error([] { nn::MultiheadAttention({.embed_dim = 6, .num_heads = 2, .rotary = true}); },
+                                 {"rotary needs an even head dim, got 3"}));
+
+  const nn::GPTOptions o{.vocab_size = 11, .context = 8, .dim = 16, .layers = 2, .heads = 4, .dropout = 0.0,
+                         .position = "rotary", .kv_heads = 2};
+  nn::GPT gpt(o, &gen);
+  EXPECT_EQ(gpt.pos_emb, nullptr);
+  for (const auto& [n, t] : gpt.state_dict()) EXPECT_EQ(n.find("pos_emb"), std::string::npos) << n;
+  gpt.to(DType::f64);
+  gpt.eval();
+  const Tensor tokens = randint(0, o.vocab_size, {2, 8}, {.dtype = DType::i64}, &gen);
+  const Tensor full = gpt.forward(tokens);
+  auto state = gpt.start_decoding(2);
+  std::vector<Tensor> parts;
+  for (const auto& [start, len] : std::vector<std::pair<int64_t, int64_t>>{{0, 3}, {3, 3}, {6, 1}, {7, 1}})
+    parts.push_back(gpt.decode(tokens.narrow(1, start, len), *state));
+  EXPECT_LE(test::golden_mismatch(cat(parts, 1), full, 1e-11, 1e-12), 1.0);
+  // The positions are seen: without them attention ignores the order of the keys, so swapping tokens 0 and 1
+  // would leave the logits of position 2 as they are.
+  const Tensor ab = from_vector<int64_t>({3, 5, 7}, {1, 3}), ba = from_vector<int64_t>({5, 3, 7}, {1, 3});
+  EXPECT_GT(max(abs(gpt.forward(ab).select(1, 2) - gpt.forward(ba).select(1, 2))).item<double>(), 1e-6);
 }
 
 TEST(GPT, TrainsOnARepeatingSequence) {
