@@ -1,19 +1,26 @@
 #pragma once
 // The per-element math of scaled dot-product attention, shared by the CPU's blocked kernel
 // (backends/cpu/attention.cpp) and the CUDA kernels (backends/cuda/attention.cu): the score of one
-// (query, key) pair, one step of the online softmax, the dropout mask and the softmax gradient.
+// (query, key) pair, one step of the online softmax, the dropout mask and the softmax gradient; and the
+// rotary position embedding's element body and entry (both backends run it in their index loop).
 // Plain ternaries, no std::min/max: those are host-only constexpr functions under nvcc.
 #include <cstdint>
 #include <limits>
 
 #include "backends/backend.h"
+#include "backends/checks.h"
 #include "backends/scalar_math.h"
+#include "base/dtype.h"
 #include "base/host_device.h"
 #include "base/philox.h"
 
 namespace ember::attention_math {
 
 template <typename T> EMBER_HOST_DEVICE T neg_inf() { return -std::numeric_limits<T>::infinity(); }
+
+// Grouped-query attention: the (batch, kv head) index b·Hkv + h / (H / Hkv) of (batch, query head)
+// bh = b·H + h, with H query heads and Hkv kv heads (H a multiple of Hkv; Hkv = H: bh itself).
+EMBER_HOST_DEVICE int64_t kv_head(int64_t bh, int64_t H, int64_t Hkv) { return bh / H * Hkv + bh % H / (H / Hkv); }
 
 // The score of query i and key j: q·k·scale plus the additive mask; -inf where is_causal hides j > i.
 template <typename T>
@@ -94,5 +101,48 @@ EMBER_HOST_DEVICE void dropout_factors(const AttentionParams& p, uint64_t index0
 
 // dS = P ∘ (dP - D) with D = rowsum(dO ∘ O) (FlashAttention-2's backward). The dropout factor is in dP.
 template <typename T> EMBER_HOST_DEVICE T score_grad(T prob, T dprob, T row_dot) { return prob * (dprob - row_dot); }
+
+// --- rotary position embedding (Backend::rotary) ---------------------------------------------------------
+// Element i of out [B, H, L, E] (contiguous) from the strided x: dims e >= R are copied; dim e of pair j is
+// its first element (a' = a·cos - b·sin: e = j, or e = 2j interleaved) or its second (b' = b·cos + a·sin:
+// e = j + R/2, or 2j + 1), a and b the pair's two x values, cos/sin row l of the [L, R/2] tables. Written as
+// Hugging Face's x·cos + rotate_half(x)·sin: the two products, then their sum.
+template <typename T>
+struct Rotary {
+  const T *x, *cos, *sin;
+  T* out;
+  int64_t H, L, E, pairs;
+  int64_t xs[4];  // x's strides over [B, H, L, E]
+  bool interleaved;
+  T sign;  // +1, or -1 for the inverse rotation
+  EMBER_HOST_DEVICE void operator()(int64_t i) const {
+    const int64_t e = i % E, row = i / E, l = row % L, h = row / L % H, b = row / L / H;
+    const T* xr = x + b * xs[0] + h * xs[1] + l * xs[2];
+    const T a = xr[e * xs[3]];
+    if (e >= 2 * pairs) {
+      out[i] = a;
+      return;
+    }
+    const bool first = interleaved ? e % 2 == 0 : e < pairs;
+    const int64_t j = interleaved ? e / 2 : (first ? e : e - pairs);
+    const int64_t partner = interleaved ? (first ? e + 1 : e - 1) : (first ? e + pairs : e - pairs);
+    const T c = cos[l * pairs + j], s = sign * sin[l * pairs + j], other = xr[partner * xs[3]];
+    out[i] = first ? a * c - other * s : a * c + other * s;
+  }
+};
+
+// The entry of both backends: its check, its dtype, its body over the B·H·L·E output elements; `launch(n,
+// body)` runs body(i) for i in [0, n) (the backend's index loop).
+template <typename Launch>
+void rotary(const TensorArg& x, const TensorArg& cos, const TensorArg& sin, const TensorArg& out,
+            const RotaryParams& p, Launch&& launch) {
+  const checks::RotaryDims d = checks::check_rotary(x, cos, sin, out);
+  dispatch_floating(x.dtype, "apply_rotary", [&](auto tag) {
+    using T = decltype(tag);
+    launch(d.B * d.H * d.L * d.E,
+           Rotary<T>{x.ptr<T>(), cos.ptr<T>(), sin.ptr<T>(), out.ptr<T>(), d.H, d.L, d.E, d.pairs,
+                     {x.strides[0], x.strides[1], x.strides[2], x.strides[3]}, p.interleaved, T(p.inverse ? -1 : 1)});
+  });
+}
 
 }  // namespace ember::attention_math

@@ -93,6 +93,14 @@ struct AttentionParams {
   uint64_t seed = 0, offset = 0;
 };
 
+// --- rotary position embedding ---
+// interleaved: rotate the pairs (2i, 2i+1) (GPT-J); else the pairs (i, i + R/2) (GPT-NeoX, Llama's
+// rotate_half). inverse: rotate by -angle (the backward: the transpose of a rotation).
+struct RotaryParams {
+  bool interleaved = false;
+  bool inverse = false;
+};
+
 // Fused optimizer updates: one pass over each parameter (PyTorch's single-tensor algorithms, same order of
 // operations). `step` is the update's 1-based count (Adam's bias correction; SGD's first momentum step).
 enum class OptimizerOp : uint8_t { sgd, adam, rmsprop };
@@ -164,10 +172,16 @@ inline constexpr int kPinnedHostIndex = -1;
 // rms_norm over the last D elements of x seen as [M, D]: y = x·invrms·weight, invrms = 1/sqrt(mean(x²) + eps);
 //   weight [D] or nullptr; save_invrms [M] is what the backward needs.
 // attention: out = dropout(softmax(q·kᵀ·scale + mask)) · v without materialising the [L, S] scores:
-//   q [B, H, L, E], k [B, H, S, E], v [B, H, S, Ev], out [B, H, L, Ev], lse [B, H, L] (each row's
+//   q [B, H, L, E], k [B, Hkv, S, E], v [B, Hkv, S, Ev], out [B, H, L, Ev], lse [B, H, L] (each row's
 //   log-sum-exp of the scores, all the backward needs besides out); mask: additive, q's dtype, a strided
-//   [B, H, L, S] view (broadcast dims have stride 0) or nullptr. A fully masked row gives 0 (PyTorch's
+//   [B, H, L, S] view (broadcast dims have stride 0) or nullptr. Grouped-query attention when Hkv < H
+//   (H a multiple of Hkv): query head h reads kv head h / (H / Hkv), and the backward's dK, dV of a kv head
+//   sum its group's query heads (in a fixed order: deterministic). A fully masked row gives 0 (PyTorch's
 //   _safe_softmax) and its lse is +inf. The backward recomputes the scores block by block and writes the requested input gradients.
+// rotary: out = x rotated pairwise by the angles of cos/sin [L, R/2] (row l: position l's cos/sin of each
+//   pair's angle) over the first R dims of each row, the other E - R copied: x a strided [B, H, L, E] view,
+//   out contiguous [B, H, L, E]. Pair j of row l (elements a, b): a' = a·cos - b·sin, b' = b·cos + a·sin
+//   (sin negated when inverse). The backward is the entry with inverse on the output gradient.
 // lstm_cell / gru_cell: the pointwise part of one recurrent step (the matmuls are done outside), PyTorch's
 //   gate order. LSTM: gates [B, 4H] (x·W_ihᵀ + b_ih + h·W_hhᵀ + b_hh, order i, f, g, o), c_prev [B, H] → h, c
 //   [B, H] and workspace [B, 4H] (the activated gates, for the backward); backward: grad_h, grad_c (either
@@ -241,6 +255,8 @@ inline constexpr int kPinnedHostIndex = -1;
                          const TensorArg& out, const TensorArg& lse, const TensorArg& grad_out,                    \
                          const TensorArg* grad_q, const TensorArg* grad_k, const TensorArg* grad_v,                \
                          const AttentionParams& p))                                                                \
+  X(rotary, (const TensorArg& x, const TensorArg& cos, const TensorArg& sin, const TensorArg& out,                 \
+             const RotaryParams& p))                                                                               \
   /* --- scatter reductions (backends/index_math.h: the per-element math and the operand check) --- */             \
   X(scatter_reduce, (ScatterReduceOp op, const TensorArg& src, const TensorArg& index, const TensorArg& out, int dim))
 

@@ -533,16 +533,21 @@ AttentionDims check_attention(const char* op, const TensorArg& q, const TensorAr
                               const AttentionParams& p) {
   EMBER_CHECK(q.ndim == 4 && k.ndim == 4 && v.ndim == 4 && out.ndim == 4 && lse.ndim == 3, op,
               ": expected q, k, v, out [B, H, *, *] and lse [B, H, L]");
-  const AttentionDims d{q.shape[0], q.shape[1], q.shape[2], k.shape[2], q.shape[3], v.shape[3]};
+  const AttentionDims d{q.shape[0], q.shape[1], q.shape[2], k.shape[2], q.shape[3], v.shape[3], k.shape[1]};
   EMBER_CHECK(is_floating(q.dtype), op, ": expected a floating dtype (f32 or f64), got ", dtype_name(q.dtype));
   for (const TensorArg* t : {&q, &k, &v, &out, &lse}) {
     EMBER_CHECK(dense(*t) && t->dtype == q.dtype, op, ": q, k, v, out and lse must be contiguous and of ",
                 "one dtype");
-    EMBER_CHECK(t->shape[0] == d.B && t->shape[1] == d.H, op, ": q, k, v, out and lse must share [B, H]");
+    EMBER_CHECK(t->shape[0] == d.B && t->shape[1] == (t == &k || t == &v ? d.Hkv : d.H), op,
+                ": q, out and lse must share [B, H], k and v [B, Hkv], got q ", ShapeOf{q}, ", k ", ShapeOf{k},
+                ", v ", ShapeOf{v});
   }
+  // Grouped-query attention: query head h reads kv head h / (H / Hkv).
+  EMBER_CHECK(d.Hkv > 0 ? d.H % d.Hkv == 0 : d.H == 0, op, ": q's ", d.H,
+              " heads must be a multiple of k and v's ", d.Hkv, " (grouped-query attention)");
   EMBER_CHECK(k.shape[3] == d.E && v.shape[2] == d.S && out.shape[2] == d.L && out.shape[3] == d.Ev &&
                   lse.shape[2] == d.L,
-              op, ": shapes of q [B, H, L, E], k [B, H, S, E], v [B, H, S, Ev], out [B, H, L, Ev] do not agree");
+              op, ": shapes of q [B, H, L, E], k [B, Hkv, S, E], v [B, Hkv, S, Ev], out [B, H, L, Ev] do not agree");
   // NOTE: every dim of the mask, [B, H] included: the kernels index it with its strides up to (B, H, L, S), so
   // a mask of fewer batch rows or heads would be read past its end (a broadcast dim has size B, stride 0).
   if (mask != nullptr)
@@ -574,6 +579,23 @@ AttentionDims check_attention_backward(const TensorArg& q, const TensorArg& k, c
     EMBER_CHECK(dense(*g) && g->dtype == q.dtype && g->numel() == like->numel(), op,
                 ": gradients must be contiguous, of q's dtype and of their operand's size");
   }
+  return d;
+}
+
+RotaryDims check_rotary(const TensorArg& x, const TensorArg& cos, const TensorArg& sin, const TensorArg& out) {
+  const char* op = "apply_rotary";
+  EMBER_CHECK(x.ndim == 4 && is_floating(x.dtype), op, ": expected x a [B, H, L, E] view of a floating dtype, got ",
+              x.ndim, " dims ", dtype_name(x.dtype));
+  const RotaryDims d{x.shape[0], x.shape[1], x.shape[2], x.shape[3], cos.ndim == 2 ? cos.shape[1] : 0};
+  EMBER_CHECK(same_shape(out, x) && dense(out) && out.dtype == x.dtype, op, ": out must be a contiguous ",
+              dtype_name(x.dtype), " tensor of x's shape ", ShapeOf{x}, ", got ", ShapeOf{out}, " ",
+              dtype_name(out.dtype));
+  for (const TensorArg* t : {&cos, &sin})
+    EMBER_CHECK(t->ndim == 2 && same_shape(*t, cos) && t->shape[0] == d.L && 2 * d.pairs <= d.E && dense(*t) &&
+                    t->dtype == x.dtype,
+                op, ": cos and sin must be contiguous [L, R/2] tables of x's dtype with L = ", d.L,
+                " and R <= E = ", d.E, ", got ", ShapeOf{cos}, " ", dtype_name(cos.dtype), " and ", ShapeOf{sin}, " ",
+                dtype_name(sin.dtype));
   return d;
 }
 

@@ -109,9 +109,10 @@ CellDims check_gru_cell_backward(const TensorArg& grad_h, const TensorArg& h_pre
                                  const TensorArg* grad_input_gates, const TensorArg* grad_hidden_gates,
                                  const TensorArg* grad_h_prev);
 
-// --- attention: q [B, H, L, E], k [B, H, S, E], v [B, H, S, Ev] ------------------------------------------------
+// --- attention: q [B, H, L, E], k [B, Hkv, S, E], v [B, Hkv, S, Ev] (H a multiple of Hkv) ---------------------
 struct AttentionDims {
   int64_t B, H, L, S, E, Ev;
+  int64_t Hkv;  // kv heads: H for plain attention, fewer for grouped-query attention (attention_math::kv_head)
 };
 AttentionDims check_attention_forward(const TensorArg& q, const TensorArg& k, const TensorArg& v,
                                       const TensorArg* mask, const TensorArg& out, const TensorArg& lse,
@@ -120,6 +121,13 @@ AttentionDims check_attention_backward(const TensorArg& q, const TensorArg& k, c
                                        const TensorArg* mask, const TensorArg& out, const TensorArg& lse,
                                        const TensorArg& grad_out, const TensorArg* grad_q, const TensorArg* grad_k,
                                        const TensorArg* grad_v, const AttentionParams& p);
+
+// --- rotary: x a strided [B, H, L, E] view, cos and sin [L, R/2] (R <= E), out [B, H, L, E] -----------------
+struct RotaryDims {
+  int64_t B, H, L, E;
+  int64_t pairs;  // R/2: the rotated pairs of each row
+};
+RotaryDims check_rotary(const TensorArg& x, const TensorArg& cos, const TensorArg& sin, const TensorArg& out);
 
 // --- errors the loops find in the data ------------------------------------------------------------------------
 // "gather/index_select: index 7 is out of range for dim 0 of size 3" (scatter, scatter_add: their names), then

@@ -257,13 +257,30 @@ struct AttentionOptions {
   double dropout_p = 0.0;       // applied to the attention weights when > 0 (pass 0 in eval, as PyTorch)
   std::optional<double> scale{};  // default 1/sqrt(E)
   Generator* gen = nullptr;     // the dropout's generator; nullptr: the default generator
+  bool enable_gqa = false;      // grouped-query attention: k, v may have fewer heads (dim -3) than q
 };
 // torch.nn.functional.scaled_dot_product_attention: softmax(q·kᵀ·scale + mask) · v, with the dropout on the
 // softmax. q [..., L, E], k [..., S, E], v [..., S, Ev] (the same leading dims) → [..., L, Ev]. One fused
 // op (FlashAttention-2's blocked algorithm): memory linear in L and S. A fully masked row gives 0 and passes
 // no gradient, as PyTorch's math kernel since 2.5 (_safe_softmax; 2.0-2.4 gave NaN).
+// enable_gqa (PyTorch 2.5): q [..., H, L, E], k [..., Hkv, S, E], v [..., Hkv, S, Ev] with H a multiple of
+// Hkv; query head h attends with kv head h / (H / Hkv), as k and v repeat_interleave'd H / Hkv times along
+// dim -3, but without the copies (the fused op indexes the shared heads; their gradients sum the group's).
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                    const AttentionOptions& options = {});
+
+struct RotaryOptions {
+  double theta = 10000.0;       // the frequencies' base
+  bool interleaved = false;     // false: pairs (i, i + R/2) (GPT-NeoX, Llama); true: pairs (2i, 2i+1) (GPT-J)
+  int64_t position_offset = 0;  // the position of x's first token (decoding with a KV cache: the cache's length)
+  std::optional<int64_t> rotary_dim{};  // R: rotate the first R dims (even; partial rotary), the rest pass; default E
+};
+// Rotary position embedding (RoPE) as Hugging Face's LlamaRotaryEmbedding + apply_rotary_pos_emb (interleaved:
+// GPT-J's rotate_every_two): x [..., L, E] → x·cos + rotate(x)·sin over the first R dims, where pair i of token l
+// turns by (position_offset + l)·inv_freq[i], inv_freq[i] = 1 / theta^(2i/R). The cos/sin tables [L, R/2] are
+// computed in x's dtype: for f32 exactly HF's f32 inv_freq and angles; f64 in f64 (HF rounds them to f32).
+// One fused op, nothing of x's size besides the output; the backward is the inverse rotation.
+Tensor apply_rotary(const Tensor& x, const RotaryOptions& options = {});
 
 // --- recurrent cells --------------------------------------------------------------------------------------
 // The pointwise part of one LSTM / GRU step, one fused op each (backends/rnn_math.h), PyTorch's gate order.

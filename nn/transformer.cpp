@@ -30,10 +30,16 @@ MultiheadAttention::MultiheadAttention(const MultiheadAttentionOptions& o, Gener
   EMBER_CHECK(o.embed_dim % o.num_heads == 0, "MultiheadAttention: embed_dim ", o.embed_dim,
               " is not divisible by num_heads ", o.num_heads, "; pick a head count that divides it");
   EMBER_CHECK(o.dropout >= 0 && o.dropout < 1, "MultiheadAttention: dropout must be in [0, 1), got ", o.dropout);
-  const int64_t e = o.embed_dim;
-  in_proj_weight = register_parameter("in_proj_weight", empty({3 * e, e}));
+  EMBER_CHECK(o.num_kv_heads >= 0 && o.num_heads % kv_heads() == 0, "MultiheadAttention: num_kv_heads ",
+              o.num_kv_heads, " must divide num_heads ", o.num_heads,
+              " (grouped-query attention), or be 0 for num_heads");
+  EMBER_CHECK(!o.rotary || (o.embed_dim / o.num_heads) % 2 == 0,
+              "MultiheadAttention: rotary needs an even head dim, got ", o.embed_dim / o.num_heads,
+              " (embed_dim / num_heads)");
+  const int64_t e = o.embed_dim, rows = e + 2 * kv_heads() * (e / o.num_heads);  // q, k, v
+  in_proj_weight = register_parameter("in_proj_weight", empty({rows, e}));
   init::xavier_uniform_(in_proj_weight, 1.0, gen);
-  if (o.bias) in_proj_bias = register_parameter("in_proj_bias", zeros({3 * e}));
+  if (o.bias) in_proj_bias = register_parameter("in_proj_bias", zeros({rows}));
   out_proj = register_module("out_proj", std::make_shared<Linear>(e, e, o.bias, gen));
   if (o.bias) init::zeros_(out_proj->bias);
 }
@@ -41,7 +47,9 @@ MultiheadAttention::MultiheadAttention(const MultiheadAttentionOptions& o, Gener
 std::string MultiheadAttention::describe() const {
   std::ostringstream s;
   s << "MultiheadAttention(embed_dim=" << options.embed_dim << ", num_heads=" << options.num_heads
+    << (kv_heads() != options.num_heads ? ", num_kv_heads=" + std::to_string(kv_heads()) : std::string())
     << ", dropout=" << options.dropout << (options.bias ? "" : ", bias=False")
+    << (options.rotary ? ", rotary=True" : "")
     << (options.batch_first ? ", batch_first=True" : "") << ")";
   return s.str();
 }
@@ -50,7 +58,7 @@ Tensor MultiheadAttention::forward(const Tensor& x) { return forward(x, x, x, {.
 
 AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                             const MultiheadAttentionForward& o) {
-  const int64_t e = options.embed_dim, h = options.num_heads, dh = e / h;
+  const int64_t e = options.embed_dim, h = options.num_heads, dh = e / h, hkv = kv_heads(), kvd = hkv * dh;
   for (const Tensor* t : {&query, &key, &value}) check_input_dtype(*t, in_proj_weight);
   EMBER_CHECK(query.dim() == 3 || query.dim() == 2, "MultiheadAttention: query must be ",
               options.batch_first ? "[B, L, E]" : "[L, B, E]", " or unbatched [L, E], got ", query.shape());
@@ -70,17 +78,23 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
 
   Tensor q, k, v;
   if (query.impl_ptr() == key.impl_ptr() && key.impl_ptr() == value.impl_ptr()) {
-    const auto qkv = chunk(F::linear(q_in, in_proj_weight, in_proj_bias), 3, -1);  // self-attention: one GEMM
-    q = qkv[0], k = qkv[1], v = qkv[2];
+    const Tensor qkv = F::linear(q_in, in_proj_weight, in_proj_bias);  // self-attention: one GEMM
+    q = qkv.narrow(-1, 0, e), k = qkv.narrow(-1, e, kvd), v = qkv.narrow(-1, e + kvd, kvd);
   } else {
-    const auto part = [&](const Tensor& x, int64_t i) {
-      return F::linear(x, in_proj_weight.narrow(0, i * e, e),
-                       in_proj_bias.defined() ? in_proj_bias.narrow(0, i * e, e) : Tensor());
+    const auto part = [&](const Tensor& x, int64_t start, int64_t rows) {
+      return F::linear(x, in_proj_weight.narrow(0, start, rows),
+                       in_proj_bias.defined() ? in_proj_bias.narrow(0, start, rows) : Tensor());
     };
-    q = part(q_in, 0), k = part(k_in, 1), v = part(v_in, 2);
+    q = part(q_in, 0, e), k = part(k_in, e, kvd), v = part(v_in, e + kvd, kvd);
   }
-  const auto heads = [&](const Tensor& t, int64_t len) { return t.reshape({b, len, h, dh}).transpose(1, 2); };
-  q = heads(q, l), k = heads(k, s), v = heads(v, s);  // [B, H, len, Dh]
+  const auto heads = [&](const Tensor& t, int64_t len, int64_t n) {
+    return t.reshape({b, len, n, dh}).transpose(1, 2);
+  };
+  q = heads(q, l, h), k = heads(k, s, hkv), v = heads(v, s, hkv);  // [B, H or Hkv, len, Dh]
+  if (options.rotary) {
+    q = F::apply_rotary(q, {.theta = options.rotary_theta});
+    k = F::apply_rotary(k, {.theta = options.rotary_theta});
+  }
 
   // The masks, broadcastable to [B, H, L, S]: bool ones (true = masked) or'ed, floating ones added.
   Tensor blocked, additive;
@@ -125,10 +139,19 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
                                                    zeros({}, {.dtype = q.dtype(), .device = q.device()}))
                                 : eq(blocked, 0);  // scaled_dot_product_attention's bool: true = attend
     }
-    out = F::scaled_dot_product_attention(
-        q, k, v, {.attn_mask = mask, .is_causal = o.is_causal && !other_masks, .dropout_p = p, .gen = gen_});
+    out = F::scaled_dot_product_attention(q, k, v,
+                                          {.attn_mask = mask,
+                                           .is_causal = o.is_causal && !other_masks,
+                                           .dropout_p = p,
+                                           .gen = gen_,
+                                           .enable_gqa = hkv != h});
   } else {
-    // PyTorch's materialised path: the query scaled first, softmax, dropout on the weights, then · v.
+    // PyTorch's materialised path: the query scaled first, softmax, dropout on the weights, then · v (the kv
+    // heads repeated to the query heads first under grouped-query attention: the weights are materialised anyway).
+    const auto repeat = [&](const Tensor& t) {
+      return hkv == h ? t : t.unsqueeze(2).expand({b, hkv, h / hkv, s, dh}).reshape({b, h, s, dh});
+    };
+    k = repeat(k), v = repeat(v);
     Tensor scores = matmul(q * (1.0 / std::sqrt(static_cast<double>(dh))), k.transpose(-2, -1));
     if (additive.defined()) scores = scores + additive;
     if (blocked.defined()) scores = masked_fill(scores, blocked, -kInf);
@@ -144,26 +167,32 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
 }
 
 Tensor MultiheadAttention::forward_cached(const Tensor& x, Tensor& k_cache, Tensor& v_cache, int64_t past) {
-  const int64_t e = options.embed_dim, h = options.num_heads, dh = e / h;
+  const int64_t e = options.embed_dim, h = options.num_heads, dh = e / h, hkv = kv_heads(), kvd = hkv * dh;
   EMBER_CHECK(x.dim() == 3 && x.size(2) == e, "MultiheadAttention::forward_cached: x must be [B, T_new, ", e,
               "] (batch first), got ", x.shape());
   const int64_t b = x.size(0), t = x.size(1);
-  EMBER_CHECK(k_cache.dim() == 4 && k_cache.size(0) == b && k_cache.size(1) == h && k_cache.size(3) == dh &&
+  EMBER_CHECK(k_cache.dim() == 4 && k_cache.size(0) == b && k_cache.size(1) == hkv && k_cache.size(3) == dh &&
                   v_cache.shape() == k_cache.shape(),
-              "MultiheadAttention::forward_cached: the caches must be [B, H, capacity, Dh] = [", b, ", ", h,
+              "MultiheadAttention::forward_cached: the caches must be [B, Hkv, capacity, Dh] = [", b, ", ", hkv,
               ", capacity, ", dh, "], got ", k_cache.shape(), " and ", v_cache.shape());
   EMBER_CHECK(past >= 0 && past + t <= k_cache.size(2), "MultiheadAttention::forward_cached: ", past, " cached + ", t,
               " new positions exceed the cache's capacity ", k_cache.size(2));
-  const auto qkv = chunk(F::linear(x, in_proj_weight, in_proj_bias), 3, -1);
-  const auto heads = [&](const Tensor& z) { return z.reshape({b, t, h, dh}).transpose(1, 2); };
-  k_cache.narrow(2, past, t).copy_(heads(qkv[1]));
-  v_cache.narrow(2, past, t).copy_(heads(qkv[2]));
+  const Tensor qkv = F::linear(x, in_proj_weight, in_proj_bias);
+  const auto heads = [&](int64_t start, int64_t n) {
+    return qkv.narrow(-1, start, n * dh).reshape({b, t, n, dh}).transpose(1, 2);
+  };
+  // Positions past .. past + t - 1: the cache holds the keys rotated.
+  const auto rotated = [&](const Tensor& z) {
+    return options.rotary ? F::apply_rotary(z, {.theta = options.rotary_theta, .position_offset = past}) : z;
+  };
+  k_cache.narrow(2, past, t).copy_(rotated(heads(e, hkv)));
+  v_cache.narrow(2, past, t).copy_(heads(e + kvd, hkv));
   const int64_t s = past + t;
   // Query i is position past + i: it sees keys 0..past+i (bottom-right aligned). One new token sees all.
   const Tensor mask = t == 1 ? Tensor() : eq(after(t, s, past, x.device()), 0);
   const Tensor out = F::scaled_dot_product_attention(
-      heads(qkv[0]), k_cache.narrow(2, 0, s), v_cache.narrow(2, 0, s),
-      {.attn_mask = mask, .dropout_p = is_training() ? options.dropout : 0.0, .gen = gen_});
+      rotated(heads(0, h)), k_cache.narrow(2, 0, s), v_cache.narrow(2, 0, s),
+      {.attn_mask = mask, .dropout_p = is_training() ? options.dropout : 0.0, .gen = gen_, .enable_gqa = hkv != h});
   return out_proj->forward(out.transpose(1, 2).reshape({b, t, e}));
 }
 
@@ -179,7 +208,9 @@ TransformerEncoderLayer::TransformerEncoderLayer(const TransformerEncoderLayerOp
                                                                          .num_heads = o.nhead,
                                                                          .dropout = o.dropout,
                                                                          .bias = o.bias,
-                                                                         .batch_first = o.batch_first},
+                                                                         .batch_first = o.batch_first,
+                                                                         .num_kv_heads = o.num_kv_heads,
+                                                                         .rotary = o.rotary},
                                                gen));
   linear1 = register_module("linear1", std::make_shared<Linear>(o.d_model, o.dim_feedforward, o.bias, gen));
   dropout = register_module("dropout", std::make_shared<Dropout>(o.dropout, gen));
@@ -193,6 +224,7 @@ TransformerEncoderLayer::TransformerEncoderLayer(const TransformerEncoderLayerOp
 std::string TransformerEncoderLayer::describe() const {
   std::ostringstream s;
   s << type_name() << "(d_model=" << options.d_model << ", nhead=" << options.nhead
+    << (options.num_kv_heads > 0 ? ", num_kv_heads=" + std::to_string(options.num_kv_heads) : std::string())
     << ", dim_feedforward=" << options.dim_feedforward << ", dropout=" << options.dropout
     << ", activation=" << options.activation << (options.norm_first ? ", norm_first=True" : "")
     << (options.bias ? "" : ", bias=False") << ")";
@@ -316,15 +348,17 @@ GPT::GPT(const GPTOptions& o, Generator* gen) : options(o) {
               ") and mlp_ratio (", o.mlp_ratio, ") must be positive");
   EMBER_CHECK(o.dim % o.heads == 0, "GPT: dim ", o.dim, " is not divisible by heads ", o.heads,
               "; pick a head count that divides it");
-  EMBER_CHECK(o.position == "learned" || o.position == "sinusoidal", "GPT: position must be learned or sinusoidal, got '",
-              o.position, "'");
+  EMBER_CHECK(o.kv_heads >= 0 && o.heads % (o.kv_heads > 0 ? o.kv_heads : o.heads) == 0, "GPT: kv_heads ", o.kv_heads,
+              " must divide heads ", o.heads, " (grouped-query attention), or be 0 for heads");
+  EMBER_CHECK(o.position == "learned" || o.position == "sinusoidal" || o.position == "rotary",
+              "GPT: position must be learned, sinusoidal or rotary, got '", o.position, "'");
   EMBER_CHECK(o.dropout >= 0 && o.dropout < 1, "GPT: dropout must be in [0, 1), got ", o.dropout);
   const double std = 0.02, residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(o.layers));
   tok_emb = register_module("tok_emb", std::make_shared<Embedding>(o.vocab_size, o.dim, gen));
   init::normal_(tok_emb->weight, 0.0, std, gen);
   if (o.position == "learned")
     pos_emb = register_module("pos_emb", std::make_shared<LearnedPositionalEmbedding>(o.context, o.dim, gen));
-  else
+  else if (o.position == "sinusoidal")
     pos_emb = register_module("pos_emb", std::make_shared<SinusoidalPositionalEncoding>(o.context, o.dim));
   drop = register_module("drop", std::make_shared<Dropout>(o.dropout, gen));
   blocks = register_module("blocks", std::make_shared<ModuleList>());
@@ -337,7 +371,9 @@ GPT::GPT(const GPTOptions& o, Generator* gen) : options(o) {
                                                                                       .layer_norm_eps = 1e-5,
                                                                                       .batch_first = true,
                                                                                       .norm_first = true,
-                                                                                      .bias = o.bias},
+                                                                                      .bias = o.bias,
+                                                                                      .num_kv_heads = o.kv_heads,
+                                                                                      .rotary = o.position == "rotary"},
                                                        gen);
     init::normal_(b->self_attn->in_proj_weight, 0.0, std, gen);
     init::normal_(b->self_attn->out_proj->weight, 0.0, residual_std, gen);
@@ -357,7 +393,9 @@ GPT::GPT(const GPTOptions& o, Generator* gen) : options(o) {
 std::string GPT::describe() const {
   std::ostringstream s;
   s << "GPT(vocab_size=" << options.vocab_size << ", context=" << options.context << ", dim=" << options.dim
-    << ", layers=" << options.layers << ", heads=" << options.heads << ", mlp_ratio=" << options.mlp_ratio
+    << ", layers=" << options.layers << ", heads=" << options.heads
+    << (options.kv_heads > 0 ? ", kv_heads=" + std::to_string(options.kv_heads) : std::string())
+    << ", mlp_ratio=" << options.mlp_ratio
     << ", dropout=" << options.dropout << ", position=" << options.position
     << ", tie_weights=" << (options.tie_weights ? "true" : "false") << ", bias=" << (options.bias ? "true" : "false")
     << ")";
@@ -371,7 +409,8 @@ Tensor GPT::embed(const Tensor& tokens, int64_t offset, const char* what) {
               dtype_name(tokens.dtype()), " ", tokens.shape());
   Tensor x = tok_emb->forward(tokens);
   if (auto* learned = dynamic_cast<LearnedPositionalEmbedding*>(pos_emb.get())) x = learned->forward(x, offset);
-  else x = static_cast<SinusoidalPositionalEncoding&>(*pos_emb).forward(x, offset);
+  else if (pos_emb) x = static_cast<SinusoidalPositionalEncoding&>(*pos_emb).forward(x, offset);
+  // rotary: the blocks' attention rotates q and k by the positions (the cache's length when decoding)
   return drop->forward(x);
 }
 
@@ -394,7 +433,7 @@ std::unique_ptr<DecodeState> GPT::start_decoding(int64_t batch) const {
   auto state = std::make_unique<GPTDecodeState>();
   state->batch = batch;
   const Tensor& w = tok_emb->weight;
-  const Shape shape{batch, options.heads, options.context, options.dim / options.heads};
+  const Shape shape{batch, block(0).self_attn->kv_heads(), options.context, options.dim / options.heads};
   for (int64_t i = 0; i < options.layers; ++i) {
     state->keys.push_back(zeros(shape, {.dtype = w.dtype(), .device = w.device()}));
     state->values.push_back(zeros(shape, {.dtype = w.dtype(), .device = w.device()}));

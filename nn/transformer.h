@@ -24,6 +24,13 @@ struct MultiheadAttentionOptions {
   double dropout = 0.0;     // on the attention weights, in training only
   bool bias = true;         // in_proj_bias and out_proj.bias
   bool batch_first = false;  // [B, L, E] instead of PyTorch's default [L, B, E]
+  // Key/value heads: grouped-query attention (multi-query with 1) when fewer than num_heads, which they
+  // divide; 0: num_heads (PyTorch's MultiheadAttention, which has no GQA).
+  int64_t num_kv_heads = 0;
+  // Rotary position embeddings on q and k (nn::functional::apply_rotary over the whole head dim, Llama's
+  // rotate_half; Dh even): query i at position i, key j at j (forward_cached: from `past`).
+  bool rotary = false;
+  double rotary_theta = 10000.0;
 };
 
 // What one call takes besides query, key, value (torch.nn.MultiheadAttention.forward's keywords).
@@ -44,10 +51,12 @@ struct AttentionOutput {
 
 // torch.nn.MultiheadAttention (kdim = vdim = embed_dim). Parameters: in_proj_weight [3E, E]
 // (xavier_uniform), in_proj_bias [3E] (zeros), out_proj.weight [E, E] (Linear's default init) and
-// out_proj.bias [E] (zeros), as PyTorch's _reset_parameters. Without need_weights the attention runs as
-// the fused scaled_dot_product_attention (memory linear in L and S); with it, softmax(q·kᵀ/√Dh + mask) is
-// materialised as PyTorch does, and a fully masked row gives NaN there as PyTorch 1.13's (0 on the fused
-// path, as PyTorch >= 2.5's).
+// out_proj.bias [E] (zeros), as PyTorch's _reset_parameters. With num_kv_heads = Hkv < H (grouped-query
+// attention) the fused projection keeps its names with E + 2·Hkv·Dh rows (q, then k, then v) and query head
+// h attends with kv head h / (H / Hkv) (scaled_dot_product_attention's enable_gqa: no copies of k and v).
+// Without need_weights the attention runs as the fused scaled_dot_product_attention (memory linear in L and
+// S); with it, softmax(q·kᵀ/√Dh + mask) is materialised as PyTorch does, and a fully masked row gives NaN
+// there as PyTorch 1.13's (0 on the fused path, as PyTorch >= 2.5's).
 class MultiheadAttention : public Module {
  public:
   explicit MultiheadAttention(const MultiheadAttentionOptions& options, Generator* gen = nullptr);
@@ -58,12 +67,13 @@ class MultiheadAttention : public Module {
   // Self-attention without weights: forward(x, x, x, {.need_weights = false}).output.
   Tensor forward(const Tensor& x) override;
   // Self-attention of x [B, T_new, E] (batch first) over a key/value cache k_cache, v_cache
-  // [B, H, capacity, Dh] that holds `past` positions: writes this call's keys and values at past..past+T_new
+  // [B, Hkv, capacity, Dh] that holds `past` positions: writes this call's keys and values at past..past+T_new
   // and attends to positions 0..past+T_new, query i seeing key j <= past + i (a bottom-right aligned causal
   // mask). No new allocation for the cache. For incremental decoding (nn::GPT::decode).
   Tensor forward_cached(const Tensor& x, Tensor& k_cache, Tensor& v_cache, int64_t past);
   std::string type_name() const override { return "MultiheadAttention"; }
   std::string describe() const override;
+  int64_t kv_heads() const { return options.num_kv_heads > 0 ? options.num_kv_heads : options.num_heads; }
 
   Tensor in_proj_weight, in_proj_bias;
   std::shared_ptr<Linear> out_proj;
@@ -85,6 +95,8 @@ struct TransformerEncoderLayerOptions {
   bool batch_first = false;
   bool norm_first = false;  // pre-norm (GPT-2) instead of the original post-norm
   bool bias = true;         // of the linears, the attention and the layer norms (PyTorch 2.1's bias)
+  int64_t num_kv_heads = 0;  // the attention's key/value heads (MultiheadAttentionOptions::num_kv_heads)
+  bool rotary = false;       // rotary position embeddings in the attention (MultiheadAttentionOptions::rotary)
 };
 
 struct TransformerEncoderLayerForward {
@@ -190,9 +202,10 @@ struct GPTOptions {
   int64_t heads = 4;
   int64_t mlp_ratio = 4;  // dim_feedforward = mlp_ratio · dim
   double dropout = 0.1;
-  std::string position = "learned";  // learned | sinusoidal
+  std::string position = "learned";  // learned | sinusoidal | rotary (in the attention; no pos_emb)
   bool tie_weights = true;           // logits = x · tok_emb.weightᵀ (no head)
   bool bias = true;                  // biases of the linears, attention and layer norms
+  int64_t kv_heads = 0;              // key/value heads (grouped-query attention; they divide heads); 0: heads
 };
 
 // A decoder-only transformer language model (GPT-2's layout). state_dict keys:
@@ -200,11 +213,13 @@ struct GPTOptions {
 //   names: norm_first, gelu, batch_first, dim_feedforward = mlp_ratio·D); ln_f.weight/bias [D];
 //   head.weight [V, D] (no bias) only without tie_weights.
 // forward: x = drop(tok_emb(tokens) + pos_emb), the blocks with a causal mask, ln_f, then the head (or the
-// tied embedding). Init as GPT-2: N(0, 0.02) for the embeddings and every Linear and in_proj weight,
-// N(0, 0.02/√(2·layers)) for the residual projections (self_attn.out_proj.weight and linear2.weight), zero
-// biases, LayerNorm weight 1 and bias 0.
-// decode keeps a key/value cache per layer ([B, H, context, Dh] each, allocated once per state) and records
-// no autograd graph.
+// tied embedding); position = rotary: no pos_emb, each block's attention rotates q and k (Llama's RoPE).
+// Init as GPT-2: N(0, 0.02) for the embeddings and every Linear and in_proj weight, N(0, 0.02/√(2·layers))
+// for the residual projections (self_attn.out_proj.weight and linear2.weight), zero biases, LayerNorm weight
+// 1 and bias 0.
+// decode keeps a key/value cache per layer ([B, Hkv, context, Dh] each, Hkv = kv_heads or heads, allocated
+// once per state) and records no autograd graph. With kv_heads < heads each block's in_proj has
+// (D + 2·kv_heads·Dh) rows; the names are the same.
 class GPT : public CausalLM {
  public:
   explicit GPT(const GPTOptions& options, Generator* gen = nullptr);
@@ -217,7 +232,7 @@ class GPT : public CausalLM {
   std::string describe() const override;
 
   std::shared_ptr<Embedding> tok_emb;
-  std::shared_ptr<Module> pos_emb;  // LearnedPositionalEmbedding or SinusoidalPositionalEncoding
+  std::shared_ptr<Module> pos_emb;  // LearnedPositionalEmbedding or SinusoidalPositionalEncoding; null: rotary
   std::shared_ptr<Dropout> drop;
   std::shared_ptr<ModuleList> blocks;
   std::shared_ptr<LayerNorm> ln_f;
@@ -233,7 +248,7 @@ class GPT : public CausalLM {
 // GPT's decode state: the tokens seen and the per-layer key/value caches.
 struct GPTDecodeState : DecodeState {
   int64_t batch = 0;
-  std::vector<Tensor> keys, values;  // per layer, [B, H, context, Dh]
+  std::vector<Tensor> keys, values;  // per layer, [B, Hkv, context, Dh]
 };
 
 }  // namespace ember::nn

@@ -28,6 +28,10 @@ std::string add_positions(Graph& g, const std::string& x, int64_t rank, const st
 std::string self_attention(Graph& g, const nn::MultiheadAttention& a, const std::string& x, bool causal,
                            const std::string& scope) {
   const int64_t e = a.options.embed_dim, h = a.options.num_heads, dh = e / h;
+  if (a.kv_heads() != h)
+    unsupported(scope, a, "grouped-query attention (num_kv_heads = " + std::to_string(a.kv_heads()) + " of " +
+                              std::to_string(h) + " heads) has no exporter yet");
+  if (a.options.rotary) unsupported(scope, a, "rotary position embeddings have no exporter yet");
   const std::string qkv = g.linear(x, 3, a.in_proj_weight, a.in_proj_bias, scope);  // [B, T, 3E]
   ::onnx::NodeProto& split = g.node("Split", {qkv, g.ints({e, e, e}, scope, "split")}, scope, 3);
   attr_int(split, "axis", -1);
@@ -224,6 +228,7 @@ void add_sequence_layers(LayerTable& t) {
     need_tokens(path, m, in);
     std::string x = gather(g, m.tok_emb->weight, in.name, join_path(path, "tok_emb"));  // [B, T, D]
     const std::string pos = join_path(path, "pos_emb");
+    if (!m.pos_emb) unsupported(path, m, "position = rotary has no exporter yet");
     if (auto* learned = dynamic_cast<nn::LearnedPositionalEmbedding*>(m.pos_emb.get()))
       x = add_positions(g, x, 3, g.weight(learned->weight, pos + ".weight"), pos);
     else

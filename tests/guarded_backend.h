@@ -215,6 +215,10 @@ class GuardedBackend final : public Backend {
     inner_.attention_backward(q, k, v, mask, out, lse, grad_out, grad_q, grad_k, grad_v, p);
     after("attention_backward");
   }
+  void rotary(const TensorArg& x, const TensorArg& cos, const TensorArg& sin, const TensorArg& out, const RotaryParams& p) override {
+    inner_.rotary(x, cos, sin, out, p);
+    after("rotary");
+  }
 
   // Checks the guards of every live buffer now; `when` names the moment in the messages.
   void check(std::string_view when) {

@@ -373,6 +373,37 @@ inline Host attention_ref(const Host& q, const Host& k, const Host& v, const Hos
     }
   return out;
 }
+// Grouped-query attention's reference: t [.., Hkv, S, E] with each head repeated `group` times along dim -3
+// (torch.repeat_interleave), the copies the fused op does without.
+inline Host repeat_heads_ref(const Host& t, int64_t group) {
+  Shape os = t.shape;
+  os[os.size() - 3] *= group;
+  return generate(os, [&](const Shape& i) {
+    Shape src = i;
+    src[src.size() - 3] /= group;
+    return at(t, src);
+  });
+}
+inline Host gqa_ref(const Host& q, const Host& k, const Host& v, const Host* mask, bool causal, double scale) {
+  const int64_t group = q.shape[q.shape.size() - 3] / k.shape[k.shape.size() - 3];
+  return attention_ref(q, repeat_heads_ref(k, group), repeat_heads_ref(v, group), mask, causal, scale);
+}
+// Rotary position embedding over the last two dims [L, E] of x: pair i of the first R dims, elements (i, i + R/2)
+// or (2i, 2i + 1) interleaved, turned by (offset + l)·theta^(-2i/R).
+inline Host rotary_ref(const Host& x, bool interleaved, int64_t offset, int64_t R, double theta = 10000) {
+  const int n = x.shape.size();
+  return generate(x.shape, [&](const Shape& idx) {
+    const int64_t l = idx[n - 2], e = idx[n - 1];
+    if (e >= R) return at(x, idx);
+    const int64_t i = interleaved ? e / 2 : e % (R / 2);
+    const bool first = interleaved ? e % 2 == 0 : e < R / 2;
+    Shape other = idx;
+    other[n - 1] = interleaved ? (first ? e + 1 : e - 1) : (first ? e + R / 2 : e - R / 2);
+    const double angle =
+        static_cast<double>(offset + l) * std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(R));
+    return at(x, idx) * std::cos(angle) + (first ? -1.0 : 1.0) * at(x, other) * std::sin(angle);
+  });
+}
 inline const Tensor kAttnMask = from_vector<bool>({true, false, true, true, false, false, true, false, false, true, true, true, true, false, false}, {3, 5});
 inline const Host kAttnMaskHost{{3, 5}, {0, -INFINITY, 0, 0, -INFINITY, -INFINITY, 0, -INFINITY, -INFINITY, 0, 0, 0, 0, -INFINITY, -INFINITY}};
 inline const Tensor kAttnBias = from_vector<double>({0.5, -1, 0.25, 2, -0.5, 1, 0, -2, 0.75, 1.5, -0.25, 0.5, -1.5, 1, 0.125}, {3, 5});
@@ -1078,6 +1109,19 @@ inline const std::vector<OpCase>& op_table() {
     {"scaled_dot_product_attention_bool_mask", {N({2, 3, 4}), N({2, 5, 4}), N({2, 5, 4})}, [](V x) { return nn::functional::scaled_dot_product_attention(x[0], x[1], x[2], {.attn_mask = kAttnMask.to(x[0].device())}); }, [](H h) { return attention_ref(h[0], h[1], h[2], &kAttnMaskHost, false, 0.5); }},
     {"scaled_dot_product_attention_float_mask_scale", {N({2, 3, 4}), N({2, 5, 4}), N({2, 5, 4})}, [](V x) { return nn::functional::scaled_dot_product_attention(x[0], x[1], x[2], {.attn_mask = kAttnBias.to(x[0].dtype()).to(x[0].device()), .scale = 0.3}); }, [](H h) { return attention_ref(h[0], h[1], h[2], &kAttnBiasHost, false, 0.3); }},
     {"scaled_dot_product_attention_heads_ev", {N({2, 2, 3, 4}), N({2, 2, 5, 4}), N({2, 2, 5, 3})}, [](V x) { return nn::functional::scaled_dot_product_attention(x[0], x[1], x[2]); }, [](H h) { return attention_ref(h[0], h[1], h[2], nullptr, false, 0.5); }},
+    // grouped-query (4 query heads, 2 kv heads) and multi-query (1 kv head) attention, enable_gqa
+    {"scaled_dot_product_attention_gqa", {N({2, 4, 3, 4}), N({2, 2, 5, 4}), N({2, 2, 5, 3})}, [](V x) { return nn::functional::scaled_dot_product_attention(x[0], x[1], x[2], {.enable_gqa = true}); }, [](H h) { return gqa_ref(h[0], h[1], h[2], nullptr, false, 0.5); }},
+    {"scaled_dot_product_attention_gqa_causal", {N({2, 4, 3, 4}), N({2, 2, 5, 4}), N({2, 2, 5, 4})}, [](V x) { return nn::functional::scaled_dot_product_attention(x[0], x[1], x[2], {.is_causal = true, .enable_gqa = true}); }, [](H h) { return gqa_ref(h[0], h[1], h[2], nullptr, true, 0.5); }, {.contiguous_only = kVariant}},
+    {"scaled_dot_product_attention_gqa_float_mask", {N({2, 4, 3, 4}), N({2, 2, 5, 4}), N({2, 2, 5, 4})}, [](V x) { return nn::functional::scaled_dot_product_attention(x[0], x[1], x[2], {.attn_mask = kAttnBias.to(x[0].dtype()).to(x[0].device()), .scale = 0.3, .enable_gqa = true}); }, [](H h) { return gqa_ref(h[0], h[1], h[2], &kAttnBiasHost, false, 0.3); }, {.contiguous_only = kVariant}},
+    {"scaled_dot_product_attention_mqa", {N({2, 4, 3, 4}), N({2, 1, 5, 4}), N({2, 1, 5, 3})}, [](V x) { return nn::functional::scaled_dot_product_attention(x[0], x[1], x[2], {.enable_gqa = true}); }, [](H h) { return gqa_ref(h[0], h[1], h[2], nullptr, false, 0.5); }},
+    {"scaled_dot_product_attention_mqa_bool_mask_unbatched", {N({3, 3, 4}), N({1, 5, 4}), N({1, 5, 4})}, [](V x) { return nn::functional::scaled_dot_product_attention(x[0], x[1], x[2], {.attn_mask = kAttnMask.to(x[0].device()), .enable_gqa = true}); }, [](H h) { return gqa_ref(h[0], h[1], h[2], &kAttnMaskHost, false, 0.5); }, {.contiguous_only = kVariant}},
+    {"scaled_dot_product_attention_mqa_causal", {N({2, 3, 3, 4}), N({2, 1, 5, 4}), N({2, 1, 5, 4})}, [](V x) { return nn::functional::scaled_dot_product_attention(x[0], x[1], x[2], {.is_causal = true, .enable_gqa = true}); }, [](H h) { return gqa_ref(h[0], h[1], h[2], nullptr, true, 0.5); }, {.contiguous_only = kVariant}},
+    // rotary position embedding (nn::functional, one fused op): rotate_half and interleaved pairs, a position
+    // offset, partial rotary (the last dims pass), 3-D and 5-D x
+    {"apply_rotary", {N({2, 3, 5, 6})}, [](V x) { return nn::functional::apply_rotary(x[0], {.theta = 100}); }, [](H h) { return rotary_ref(h[0], false, 0, 6, 100); }},
+    {"apply_rotary_interleaved_offset", {N({2, 3, 4, 8})}, [](V x) { return nn::functional::apply_rotary(x[0], {.interleaved = true, .position_offset = 7}); }, [](H h) { return rotary_ref(h[0], true, 7, 8); }},
+    {"apply_rotary_partial", {N({3, 5, 6})}, [](V x) { return nn::functional::apply_rotary(x[0], {.position_offset = 2, .rotary_dim = 4}); }, [](H h) { return rotary_ref(h[0], false, 2, 4); }},
+    {"apply_rotary_partial_interleaved_5d", {N({2, 2, 2, 3, 6})}, [](V x) { return nn::functional::apply_rotary(x[0], {.theta = 50, .interleaved = true, .rotary_dim = 4}); }, [](H h) { return rotary_ref(h[0], true, 0, 4, 50); }},
     // recurrent cells (nn::functional, one fused op each way): the pointwise parts, then the full steps
     {"lstm_cell_pointwise", {N({3, 8}), N({3, 2})}, [](V x) { auto [h, c] = nn::functional::lstm_cell_pointwise(x[0], x[1]); return cat({h, c}, 1); }, [](H h) { return lstm_pointwise_ref(h[0], h[1]); }},
     {"gru_cell_pointwise", {N({3, 6}), N({3, 6}), N({3, 2})}, [](V x) { return nn::functional::gru_cell_pointwise(x[0], x[1], x[2]); }, [](H h) { return gru_pointwise_ref(h[0], h[1], h[2]); }},

@@ -51,6 +51,7 @@ struct GoldenCase {
   bool mask = false;
   bool causal = false;
   std::optional<double> scale{};
+  bool enable_gqa = false;
 };
 
 void PrintTo(const GoldenCase& c, std::ostream* os) { *os << c.name; }
@@ -66,6 +67,7 @@ TEST_P(AttentionGolden, MatchesPyTorch) {
   if (c.mask) options.attn_mask = get(p + "mask");
   options.is_causal = c.causal;
   options.scale = c.scale;
+  options.enable_gqa = c.enable_gqa;
   const Tensor y = F::scaled_dot_product_attention(q, k, v, options);
   // f32: both sides round differently (blocked online softmax here, full rows in PyTorch's math).
   const double tol = dtype == "f64" ? 1e-11 : 2e-5;
@@ -92,6 +94,12 @@ const GoldenCase kCases[] = {
     {"blocks_mask", true},
     {"blocks_bool", true},
     {"fully_masked", true},
+    {"gqa", false, false, {}, true},
+    {"gqa_causal", false, true, {}, true},
+    {"mqa_mask", true, false, {}, true},
+    {"gqa_lead3", true, false, {}, true},
+    {"mqa_unbatched", false, false, {}, true},
+    {"gqa_blocks_causal", false, true, {}, true},
 };
 
 INSTANTIATE_TEST_SUITE_P(Cases, AttentionGolden,
@@ -239,6 +247,138 @@ TEST(Attention, OnePassAndSplitBackwardAgree) {
   }
 }
 
+// apply_rotary against Hugging Face's formula written in PyTorch (both pair layouts, offsets, partial rotary).
+struct RotaryCase {
+  std::string name;
+  F::RotaryOptions options;
+};
+void PrintTo(const RotaryCase& c, std::ostream* os) { *os << c.name; }
+
+class RotaryGolden : public ::testing::TestWithParam<std::tuple<RotaryCase, std::string>> {};
+
+TEST_P(RotaryGolden, MatchesHuggingFace) {
+  const auto& [c, dtype] = GetParam();
+  const std::string p = c.name + "." + dtype + ".";
+  Tensor x = get(p + "x").clone().requires_grad_();
+  const Tensor y = F::apply_rotary(x, c.options);
+  // f32: the same f32 tables as HF up to the last ulp of libm's and PyTorch's pow/cos/sin.
+  const double tol = dtype == "f64" ? 1e-12 : 2e-5;
+  expect_close(y, get(p + "y"), p + "y", tol);
+  sum(y * get(p + "r")).backward();
+  expect_close(x.grad(), get(p + "gx"), p + "gx", tol);
+}
+
+const RotaryCase kRotaryCases[] = {
+    {"rope", {}},
+    {"rope_offset", {.position_offset = 37}},
+    {"rope_interleaved", {.interleaved = true, .position_offset = 5}},
+    {"rope_partial", {.position_offset = 3, .rotary_dim = 4}},
+    {"rope_partial_interleaved_theta", {.theta = 500000.0, .interleaved = true, .rotary_dim = 6}},
+    {"rope_long", {}},
+};
+
+INSTANTIATE_TEST_SUITE_P(Cases, RotaryGolden,
+                         ::testing::Combine(::testing::ValuesIn(kRotaryCases), ::testing::Values("f32", "f64")),
+                         [](const auto& info) {
+                           return std::get<0>(info.param).name + "_" + std::get<1>(info.param);
+                         });
+
+// Decoding with a cache: rotating token t alone at position_offset t gives row t of the whole sequence's
+// rotation; a strided (transposed) x gives what its contiguous copy gives.
+TEST(Rotary, OffsetMatchesTheFullSequenceAndStridedInput) {
+  Generator gen(2);
+  const Tensor x = randn({2, 3, 6, 8}, {}, &gen);
+  for (bool interleaved : {false, true}) {
+    const Tensor full = F::apply_rotary(x, {.interleaved = interleaved});
+    for (int64_t t = 0; t < 6; ++t) {
+      const Tensor one = F::apply_rotary(x.narrow(2, t, 1), {.interleaved = interleaved, .position_offset = t});
+      EXPECT_EQ(one.to_vector<float>(), full.narrow(2, t, 1).contiguous().to_vector<float>()) << "token " << t;
+    }
+    const Tensor blh = x.transpose(1, 2).contiguous();  // [B, L, H, E]
+    EXPECT_EQ(F::apply_rotary(blh.transpose(1, 2), {.interleaved = interleaved}).to_vector<float>(),
+              full.to_vector<float>());
+  }
+}
+
+TEST(Rotary, Errors) {
+  const auto throws = [](const std::function<void()>& f, const std::string& part) {
+    EXPECT_TRUE(test::throws_error(f, {part}));
+  };
+  throws([&] { F::apply_rotary(randn({2, 3, 5})); }, "apply_rotary: rotary_dim must be even and in [2, E = 5], got 5 (E is odd: set rotary_dim)");
+  throws([&] { F::apply_rotary(randn({2, 3, 6}), {.rotary_dim = 8}); }, "rotary_dim must be even and in [2, E = 6], got 8");
+  throws([&] { F::apply_rotary(randn({2, 3, 6}), {.rotary_dim = 3}); }, "got 3");
+  throws([&] { F::apply_rotary(randn({6})); }, "apply_rotary: expected x [..., L, E] of a floating dtype");
+  throws([&] { F::apply_rotary(randint(5, {2, 4})); }, "of a floating dtype, got [2, 4] i64");
+  throws([&] { F::apply_rotary(randn({2, 4}), {.position_offset = -1}); }, "position_offset must be >= 0, got -1");
+  throws([&] { F::apply_rotary(randn({2, 4}), {.theta = 0}); }, "theta must be positive");
+}
+
+// k [.., Hkv, S, E] with each head repeated `group` times along dim -3 (torch.repeat_interleave).
+Tensor repeat_heads(const Tensor& t, int64_t group) {
+  Shape expanded = t.unsqueeze(-3).shape(), merged = t.shape();
+  expanded[expanded.size() - 3] = group;
+  merged[merged.size() - 3] *= group;
+  return t.unsqueeze(-3).expand(expanded).reshape(merged);
+}
+
+// Grouped-query attention equals attention on k and v repeated to q's heads, the gradients of k and v being the
+// sums over the copies: in both CPU backward schemes (16 batches × 2 kv heads: one pass per kv head; 1 × 2:
+// the split dK/dV and dQ passes), over several query and key blocks, plain, causal, masked and with dropout
+// (whose mask is keyed by the query head, so the repeated run drops the same weights).
+TEST(Attention, GroupedQueryEqualsRepeatedKeysAndValues) {
+  Generator gen(21);
+  for (const int64_t batches : {1, 16}) {
+    for (const int64_t kv_heads : {2, 1}) {
+      const int64_t heads = 4, group = heads / kv_heads;
+      const Tensor q0 = randn({batches, heads, 150, 8}, {.dtype = DType::f64}, &gen),
+                   k0 = randn({batches, kv_heads, 200, 8}, {.dtype = DType::f64}, &gen),
+                   v0 = randn({batches, kv_heads, 200, 5}, {.dtype = DType::f64}, &gen),
+                   g = randn({batches, heads, 150, 5}, {.dtype = DType::f64}, &gen),
+                   mask = randn({heads, 150, 200}, {.dtype = DType::f64}, &gen);
+      for (int variant = 0; variant < 4; ++variant) {
+        const auto run = [&](bool gqa) {
+          F::AttentionOptions options;
+          options.is_causal = variant == 1;
+          if (variant == 2) options.attn_mask = mask;
+          Generator dropout_gen(5);
+          if (variant == 3) {
+            options.dropout_p = 0.3;
+            options.gen = &dropout_gen;
+          }
+          options.enable_gqa = gqa;
+          Tensor q = q0.clone().requires_grad_(), k = k0.clone().requires_grad_(), v = v0.clone().requires_grad_();
+          const Tensor y = gqa ? F::scaled_dot_product_attention(q, k, v, options)
+                               : F::scaled_dot_product_attention(q, repeat_heads(k, group), repeat_heads(v, group), options);
+          y.backward(g);
+          return std::vector<Tensor>{y, q.grad(), k.grad(), v.grad()};
+        };
+        const auto grouped = run(true), repeated = run(false);
+        const char* names[] = {"y", "dq", "dk", "dv"};
+        for (size_t t = 0; t < 4; ++t)
+          expect_close(grouped[t], repeated[t],
+                       std::string(names[t]) + " batches " + std::to_string(batches) + " kv heads " +
+                           std::to_string(kv_heads) + " variant " + std::to_string(variant),
+                       1e-12);
+      }
+    }
+  }
+}
+
+// Each kv head's dK and dV are summed by one task in a fixed order: the same call gives the same bits.
+TEST(Attention, GroupedQueryBackwardIsDeterministic) {
+  Generator gen(4);
+  const Tensor q0 = randn({8, 8, 70, 16}, {}, &gen), k0 = randn({8, 2, 140, 16}, {}, &gen),
+               v0 = randn({8, 2, 140, 16}, {}, &gen);
+  const auto grads = [&] {
+    Tensor q = q0.clone().requires_grad_(), k = k0.clone().requires_grad_(), v = v0.clone().requires_grad_();
+    sum(F::scaled_dot_product_attention(q, k, v, {.is_causal = true, .enable_gqa = true})).backward();
+    return std::vector<std::vector<float>>{q.grad().to_vector<float>(), k.grad().to_vector<float>(),
+                                           v.grad().to_vector<float>()};
+  };
+  const auto first = grads();
+  for (int run = 0; run < 3; ++run) EXPECT_EQ(grads(), first) << "run " << run;
+}
+
 // Peak bytes of the CPU allocator for one forward + backward at sequence length T (E = 64, one head, f32).
 size_t peak_bytes(int64_t T) {
   Generator gen(1);
@@ -269,7 +409,15 @@ TEST(Attention, Errors) {
          "attn_mask and is_causal are both set");
   throws([&] { F::scaled_dot_product_attention(q, randn({2, 5, 3}), v); }, "key's last dim must equal");
   throws([&] { F::scaled_dot_product_attention(q, k, randn({2, 4, 6})); }, "must have S = 5 rows");
-  throws([&] { F::scaled_dot_product_attention(q, randn({3, 5, 4}), randn({3, 5, 6})); }, "same leading dims");
+  throws([&] { F::scaled_dot_product_attention(randn({2, 2, 3, 4}), randn({3, 2, 5, 4}), randn({3, 2, 5, 6})); },
+         "same leading dims");
+  // Heads (dim -3) that differ: grouped-query attention, only with enable_gqa.
+  throws([&] { F::scaled_dot_product_attention(randn({4, 3, 4}), randn({2, 5, 4}), randn({2, 5, 6})); },
+         "scaled_dot_product_attention: query has 4 heads (dim -3) but key and value have 2; set enable_gqa = true");
+  throws([&] { F::scaled_dot_product_attention(randn({4, 3, 4}), randn({3, 5, 4}), randn({3, 5, 6}), {.enable_gqa = true}); },
+         "enable_gqa: query's 4 heads (dim -3) must be a multiple of key and value's 3");
+  throws([&] { F::scaled_dot_product_attention(randn({4, 3, 4}), randn({2, 5, 4}), randn({1, 5, 6}), {.enable_gqa = true}); },
+         "key and value must have the same number of heads (dim -3)");
   throws([&] { F::scaled_dot_product_attention(q, k, v, {.attn_mask = ones({3, 4})}); }, "not broadcastable");
   throws([&] { F::scaled_dot_product_attention(q, k, v, {.attn_mask = ones({3, 5}, {.dtype = DType::f64})}); },
          "attn_mask must be bool or query's dtype");

@@ -327,10 +327,12 @@ TEST(OpChecks, Attention) {
   const AttentionParams p;
   const checks::AttentionDims d = checks::check_attention_forward(q, k, v, &mask, out, lse, p);
   EXPECT_EQ(((((d.B * 10 + d.H) * 10 + d.L) * 10 + d.S) * 10 + d.E) * 10 + d.Ev, 234586);
+  EXPECT_EQ(d.Hkv, 3);
   EXPECT_TRUE(throws_error([&] { checks::check_attention_forward(q, op({2, 3, 5, 7}), v, nullptr, out, lse, p); },
-                           {"scaled_dot_product_attention: shapes of q [B, H, L, E], k [B, H, S, E]", "do not agree"}));
+                           {"scaled_dot_product_attention: shapes of q [B, H, L, E], k [B, Hkv, S, E]", "do not agree"}));
   EXPECT_TRUE(throws_error([&] { checks::check_attention_forward(q, k, op({2, 2, 5, 6}), nullptr, out, lse, p); },
-                           {"scaled_dot_product_attention: q, k, v, out and lse must share [B, H]"}));
+                           {"scaled_dot_product_attention: q, out and lse must share [B, H], k and v [B, Hkv], got q "
+                            "[2, 3, 4, 8], k [2, 3, 5, 8], v [2, 2, 5, 6]"}));
   EXPECT_TRUE(throws_error([&] { checks::check_attention_forward(q, k, v, nullptr, out, op({2, 3, 4}, DType::f64), p); },
                            {"q, k, v, out and lse must be contiguous and of one dtype"}));
   EXPECT_TRUE(throws_error([&] { checks::check_attention_forward(q, k, v, nullptr, out, lse, AttentionParams{.dropout_p = 1.5}); },
@@ -339,6 +341,59 @@ TEST(OpChecks, Attention) {
                            {"scaled_dot_product_attention_backward: gradients must be contiguous, of q's dtype and of their operand's size"}));
   const TensorArg dq = op({2, 3, 4, 8});
   EXPECT_NO_THROW(checks::check_attention_backward(q, k, v, &mask, out, lse, out, &dq, nullptr, nullptr, p));
+}
+
+// Grouped-query attention: k and v of Hkv heads, H a multiple of Hkv; dK and dV of k's and v's size.
+TEST(OpChecks, AttentionGroupedQuery) {
+  Operands op;
+  const TensorArg q = op({2, 4, 3, 8}), k = op({2, 2, 5, 8}), v = op({2, 2, 5, 6}), out = op({2, 4, 3, 6}),
+                  lse = op({2, 4, 3}), mask = op({2, 4, 3, 5}), dq = op({2, 4, 3, 8}), dk = op({2, 2, 5, 8}),
+                  dv = op({2, 2, 5, 6});
+  const checks::AttentionDims d = checks::check_attention_forward(q, k, v, &mask, out, lse, {});
+  EXPECT_EQ(d.H * 10 + d.Hkv, 42);
+  EXPECT_NO_THROW(checks::check_attention_backward(q, k, v, &mask, out, lse, out, &dq, &dk, &dv, {}));
+  const TensorArg k1 = op({2, 1, 5, 8}), v1 = op({2, 1, 5, 6});
+  EXPECT_NO_THROW(checks::check_attention_forward(q, k1, v1, nullptr, out, lse, {}));  // multi-query
+  const TensorArg k3 = op({2, 3, 5, 8}), v3 = op({2, 3, 5, 6});
+  EXPECT_TRUE(throws_error([&] { checks::check_attention_forward(q, k3, v3, nullptr, out, lse, {}); },
+                           {"scaled_dot_product_attention: q's 4 heads must be a multiple of k and v's 3 (grouped-query attention)"}));
+  EXPECT_TRUE(throws_error([&] { checks::check_attention_forward(q, k, v1, nullptr, out, lse, {}); },
+                           {"q, out and lse must share [B, H], k and v [B, Hkv]"}));
+  EXPECT_TRUE(throws_error([&] { checks::check_attention_forward(q, op({1, 2, 5, 8}), op({1, 2, 5, 6}), nullptr, out, lse, {}); },
+                           {"q, out and lse must share [B, H], k and v [B, Hkv]"}));
+  // The mask stays [B, H, L, S] (query heads), not [B, Hkv, L, S].
+  const TensorArg kv_mask = op({2, 2, 3, 5});
+  EXPECT_TRUE(throws_error([&] { checks::check_attention_forward(q, k, v, &kv_mask, out, lse, {}); },
+                           {"the mask must be a [B, H, L, S] view of q's dtype: [2, 4, 3, 5] f32"}));
+  // The gradients of k and v have their size: a dK of q's heads is refused.
+  const TensorArg dk_full = op({2, 4, 5, 8});
+  EXPECT_TRUE(throws_error([&] { checks::check_attention_backward(q, k, v, nullptr, out, lse, out, &dq, &dk_full, &dv, {}); },
+                           {"scaled_dot_product_attention_backward: gradients must be contiguous, of q's dtype and of "
+                            "their operand's size"}));
+}
+
+// Rotary: x any [B, H, L, E] view, out contiguous of its shape, cos and sin [L, R/2] with R <= E.
+TEST(OpChecks, Rotary) {
+  Operands op;
+  const TensorArg x = op({2, 3, 4, 8}), out = op({2, 3, 4, 8}), cos = op({4, 3}), sin = op({4, 3});
+  const checks::RotaryDims d = checks::check_rotary(x, cos, sin, out);
+  EXPECT_EQ((((d.B * 10 + d.H) * 10 + d.L) * 10 + d.E) * 10 + d.pairs, 23483);
+  const Tensor strided = zeros({2, 4, 3, 8}).transpose(1, 2);  // [2, 3, 4, 8], not contiguous
+  EXPECT_NO_THROW(checks::check_rotary(strided.arg(), cos, sin, out));
+  EXPECT_TRUE(throws_error([&] { checks::check_rotary(op({2, 3, 8}), cos, sin, out); },
+                           {"apply_rotary: expected x a [B, H, L, E] view of a floating dtype, got 3 dims f32"}));
+  EXPECT_TRUE(throws_error([&] { checks::check_rotary(op({2, 3, 4, 8}, DType::i64), cos, sin, out); },
+                           {"apply_rotary: expected x a [B, H, L, E] view of a floating dtype, got 4 dims i64"}));
+  EXPECT_TRUE(throws_error([&] { checks::check_rotary(x, cos, sin, op({2, 3, 4, 7})); },
+                           {"apply_rotary: out must be a contiguous f32 tensor of x's shape [2, 3, 4, 8], got [2, 3, 4, 7] f32"}));
+  EXPECT_TRUE(throws_error([&] { checks::check_rotary(x, cos, sin, strided.arg()); }, {"out must be a contiguous"}));
+  EXPECT_TRUE(throws_error([&] { checks::check_rotary(x, op({4, 5}), op({4, 5}), out); },
+                           {"apply_rotary: cos and sin must be contiguous [L, R/2] tables of x's dtype with L = 4 and "
+                            "R <= E = 8, got [4, 5] f32 and [4, 5] f32"}));
+  EXPECT_TRUE(throws_error([&] { checks::check_rotary(x, op({3, 3}), op({3, 3}), out); }, {"with L = 4"}));
+  EXPECT_TRUE(throws_error([&] { checks::check_rotary(x, cos, op({4, 2}), out); }, {"got [4, 3] f32 and [4, 2] f32"}));
+  EXPECT_TRUE(throws_error([&] { checks::check_rotary(x, cos, op({4, 3}, DType::f64), out); }, {"[4, 3] f64"}));
+  EXPECT_TRUE(throws_error([&] { checks::check_rotary(x, op({12}), op({12}), out); }, {"cos and sin must be"}));
 }
 
 // Regression (issue 29): the CUDA backend's own check accepted a mask whose [B, H] differed from q's — a mask

@@ -188,6 +188,62 @@ TEST(MultiheadAttention, Gradcheck) {
   }
 }
 
+// Grouped-query attention: a module of 4 query heads on 2 kv heads computes what a plain 4-head module computes
+// whose k and v projections repeat each kv head's rows for its 2 query heads, on both the fused path and the
+// materialised (need_weights) one, self- and cross-attention, with masks; and it gradchecks.
+TEST(MultiheadAttention, GroupedQueryEqualsRepeatedKvProjections) {
+  Generator gen(11);
+  for (const int64_t kv_heads : {2, 1}) {
+    nn::MultiheadAttention gqa({.embed_dim = 8, .num_heads = 4, .batch_first = true, .num_kv_heads = kv_heads}, &gen);
+    nn::MultiheadAttention full({.embed_dim = 8, .num_heads = 4, .batch_first = true}, &gen);
+    gqa.to(DType::f64);
+    full.to(DType::f64);
+    EXPECT_EQ(gqa.in_proj_weight.shape(), Shape({8 + 2 * kv_heads * 2, 8}));
+    EXPECT_EQ(gqa.in_proj_bias.shape(), Shape({8 + 2 * kv_heads * 2}));
+    std::vector<std::string> names;
+    for (const auto& [n, t] : gqa.state_dict()) names.push_back(n);
+    EXPECT_EQ(names, (std::vector<std::string>{"in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"}));
+    nn::init::normal_(gqa.in_proj_bias, 0.0, 0.5, &gen);
+    // full's rows: q as gqa's; k and v head h = gqa's kv head h / (4 / kv_heads) (Dh = 2 rows each).
+    {
+      NoGradGuard no_grad;
+      full.in_proj_weight.narrow(0, 0, 8).copy_(gqa.in_proj_weight.narrow(0, 0, 8));
+      full.in_proj_bias.narrow(0, 0, 8).copy_(gqa.in_proj_bias.narrow(0, 0, 8));
+      for (int64_t part = 0; part < 2; ++part)
+        for (int64_t h = 0; h < 4; ++h) {
+          const int64_t from = 8 + part * kv_heads * 2 + h / (4 / kv_heads) * 2, to = 8 + part * 8 + h * 2;
+          full.in_proj_weight.narrow(0, to, 2).copy_(gqa.in_proj_weight.narrow(0, from, 2));
+          full.in_proj_bias.narrow(0, to, 2).copy_(gqa.in_proj_bias.narrow(0, from, 2));
+        }
+      full.out_proj->weight.copy_(gqa.out_proj->weight);
+      full.out_proj->bias.copy_(gqa.out_proj->bias);
+    }
+    const Tensor x = randn({2, 5, 8}, {.dtype = DType::f64}, &gen), mem = randn({2, 7, 8}, {.dtype = DType::f64}, &gen);
+    const Tensor kpm = from_vector<double>({0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1}, {2, 7}).to(DType::b8);
+    for (const bool need_weights : {false, true}) {
+      const auto a = gqa.forward(x, x, x, {.need_weights = need_weights, .is_causal = true});
+      const auto b = full.forward(x, x, x, {.need_weights = need_weights, .is_causal = true});
+      EXPECT_LE(test::golden_mismatch(a.output, b.output, 1e-12, 1e-13), 1.0) << kv_heads << " kv heads, self";
+      const auto c = gqa.forward(x, mem, mem, {.key_padding_mask = kpm, .need_weights = need_weights});
+      const auto d = full.forward(x, mem, mem, {.key_padding_mask = kpm, .need_weights = need_weights});
+      EXPECT_LE(test::golden_mismatch(c.output, d.output, 1e-12, 1e-13), 1.0) << kv_heads << " kv heads, cross";
+      if (need_weights) EXPECT_LE(test::golden_mismatch(c.weights, d.weights, 1e-12, 1e-13), 1.0);
+    }
+    gqa.eval();
+    const auto r = autograd::gradcheck(
+        [&](const std::vector<Tensor>& in) {
+          return gqa.forward(in[0], in[1], in[1], {.need_weights = false, .is_causal = false}).output;
+        },
+        {randn({2, 3, 8}, {.dtype = DType::f64}, &gen).requires_grad_(),
+         randn({2, 4, 8}, {.dtype = DType::f64}, &gen).requires_grad_()});
+    EXPECT_TRUE(r.ok) << r.message;
+  }
+  EXPECT_TRUE(test::throws_error([] { nn::MultiheadAttention({.embed_dim = 8, .num_heads = 4, .num_kv_heads = 3}); },
+                                 {"MultiheadAttention: num_kv_heads 3 must divide num_heads 4"}));
+  EXPECT_TRUE(test::throws_error([] { nn::GPT({.vocab_size = 5, .dim = 8, .heads = 4, .kv_heads = 8}); },
+                                 {"GPT: kv_heads 8 must divide heads 4"}));
+}
+
 // --- TransformerEncoderLayer ----------------------------------------------------------------------------
 
 struct EncCase {
@@ -418,7 +474,8 @@ TEST(GPT, KeysAndInit) {
   EXPECT_EQ(u.back(), "head.weight");
   EXPECT_EQ(std::count(u.begin(), u.end(), "pos_emb.weight"), 0);
   EXPECT_TRUE(test::throws_error([] { nn::GPT({.vocab_size = 5, .dim = 30, .heads = 4}); }, {"dim 30", "heads 4"}));
-  EXPECT_TRUE(test::throws_error([] { nn::GPT({.vocab_size = 5, .position = "rotary"}); }, {"learned or sinusoidal", "rotary"}));
+  EXPECT_TRUE(test::throws_error([] { nn::GPT({.vocab_size = 5, .position = "alibi"}); },
+                                 {"learned, sinusoidal or rotary", "alibi"}));
   EXPECT_TRUE(test::throws_error([&] { tied.forward(zeros({1, 17}, {.dtype = DType::i64})); },
                                  {"sequence of 17 tokens is longer than the model's context 16"}));
 }
@@ -472,6 +529,84 @@ TEST(GPT, DecodeEqualsForward) {
                                    {"holds 8 tokens", "exceed the model's context 8", "start a new state"}));
     EXPECT_TRUE(test::throws_error([&] { gpt.decode(tokens.narrow(0, 0, 1), *gpt.start_decoding(2)); }, {"the state's batch"}));
   }
+}
+
+// Grouped-query (2 kv heads) and multi-query (1) GPTs: the cache holds only the kv heads, decoding equals the
+// forward, and the state_dict has the names of the plain model (in_proj with fewer rows).
+TEST(GPT, GroupedQueryDecodeEqualsForward) {
+  for (const int64_t kv_heads : {2, 1}) {
+    Generator gen(19);
+    const nn::GPTOptions o{.vocab_size = 11, .context = 8, .dim = 16, .layers = 2, .heads = 4, .dropout = 0.0,
+                           .kv_heads = kv_heads};
+    nn::GPT gpt(o, &gen);
+    nn::GPTOptions plain_options = o;
+    plain_options.kv_heads = 0;
+    const nn::GPT plain(plain_options, &gen);
+    std::vector<std::string> names, plain_names;
+    for (const auto& [n, t] : gpt.state_dict()) names.push_back(n);
+    for (const auto& [n, t] : plain.state_dict()) plain_names.push_back(n);
+    EXPECT_EQ(names, plain_names);
+    EXPECT_EQ(gpt.blocks->at<nn::TransformerEncoderLayer>(0)->self_attn->in_proj_weight.shape(), Shape({16 + 2 * kv_heads * 4, 16}));
+    gpt.to(DType::f64);
+    gpt.eval();
+    const Tensor tokens = randint(0, o.vocab_size, {2, 8}, {.dtype = DType::i64}, &gen);
+    const Tensor full = gpt.forward(tokens);
+    auto state = gpt.start_decoding(2);
+    auto* s = dynamic_cast<nn::GPTDecodeState*>(state.get());
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(s->keys[0].shape(), Shape({2, kv_heads, 8, 4}));
+    EXPECT_EQ(s->values[1].shape(), Shape({2, kv_heads, 8, 4}));
+    std::vector<Tensor> parts;
+    for (const auto& [start, len] : std::vector<std::pair<int64_t, int64_t>>{{0, 3}, {3, 3}, {6, 1}, {7, 1}})
+      parts.push_back(gpt.decode(tokens.narrow(1, start, len), *state));
+    EXPECT_LE(test::golden_mismatch(cat(parts, 1), full, 1e-11, 1e-12), 1.0) << kv_heads << " kv heads";
+    EXPECT_NE(gpt.describe().find("kv_heads=" + std::to_string(kv_heads)), std::string::npos) << gpt.describe();
+  }
+}
+
+// Rotary position embeddings in the attention: the module is apply_rotary on q and k of the plain one's
+// projections; a rotary GPT (with grouped-query attention too) decodes with the cache as its forward, the cache
+// holding keys rotated at their own positions; it has no pos_emb.
+TEST(GPT, RotaryAttentionAndDecode) {
+  Generator gen(29);
+  nn::MultiheadAttention rope({.embed_dim = 8, .num_heads = 2, .batch_first = true, .num_kv_heads = 1, .rotary = true},
+                              &gen);
+  rope.to(DType::f64);
+  nn::init::normal_(rope.in_proj_bias, 0.0, 0.5, &gen);
+  const Tensor x = randn({2, 5, 8}, {.dtype = DType::f64}, &gen);
+  const Tensor qkv = F::linear(x, rope.in_proj_weight, rope.in_proj_bias);
+  const auto heads = [&](int64_t start, int64_t n) {
+    return qkv.narrow(-1, start, n * 4).reshape({2, 5, n, 4}).transpose(1, 2);
+  };
+  const Tensor attn = F::scaled_dot_product_attention(F::apply_rotary(heads(0, 2)), F::apply_rotary(heads(8, 1)),
+                                                      heads(12, 1), {.is_causal = true, .enable_gqa = true});
+  const Tensor want = rope.out_proj->forward(attn.transpose(1, 2).reshape({2, 5, 8}));
+  for (const bool need_weights : {false, true})
+    EXPECT_LE(test::golden_mismatch(rope.forward(x, x, x, {.need_weights = need_weights, .is_causal = true}).output,
+                                    want, 1e-12, 1e-13),
+              1.0);
+  EXPECT_NE(rope.describe().find("rotary=True"), std::string::npos);
+  EXPECT_TRUE(test::throws_error([] { nn::MultiheadAttention({.embed_dim = 6, .num_heads = 2, .rotary = true}); },
+                                 {"rotary needs an even head dim, got 3"}));
+
+  const nn::GPTOptions o{.vocab_size = 11, .context = 8, .dim = 16, .layers = 2, .heads = 4, .dropout = 0.0,
+                         .position = "rotary", .kv_heads = 2};
+  nn::GPT gpt(o, &gen);
+  EXPECT_EQ(gpt.pos_emb, nullptr);
+  for (const auto& [n, t] : gpt.state_dict()) EXPECT_EQ(n.find("pos_emb"), std::string::npos) << n;
+  gpt.to(DType::f64);
+  gpt.eval();
+  const Tensor tokens = randint(0, o.vocab_size, {2, 8}, {.dtype = DType::i64}, &gen);
+  const Tensor full = gpt.forward(tokens);
+  auto state = gpt.start_decoding(2);
+  std::vector<Tensor> parts;
+  for (const auto& [start, len] : std::vector<std::pair<int64_t, int64_t>>{{0, 3}, {3, 3}, {6, 1}, {7, 1}})
+    parts.push_back(gpt.decode(tokens.narrow(1, start, len), *state));
+  EXPECT_LE(test::golden_mismatch(cat(parts, 1), full, 1e-11, 1e-12), 1.0);
+  // The positions are seen: without them attention ignores the order of the keys, so swapping tokens 0 and 1
+  // would leave the logits of position 2 as they are.
+  const Tensor ab = from_vector<int64_t>({3, 5, 7}, {1, 3}), ba = from_vector<int64_t>({5, 3, 7}, {1, 3});
+  EXPECT_GT(max(abs(gpt.forward(ab).select(1, 2) - gpt.forward(ba).select(1, 2))).item<double>(), 1e-6);
 }
 
 TEST(GPT, TrainsOnARepeatingSequence) {

@@ -8,12 +8,14 @@
 // threaded inside the parallel region (as conv2d's): measured 2026-12-01 (docs/benchmarks.md), they beat the
 // first version's hand-written vectorised axpy loops (commit 5971a3e) clearly.
 //
-// The backward: with at least two (batch, head) pairs per thread, one task per pair walks key blocks × query
-// blocks once, each block pair's scores and softmax gradient feeding dK, dV and dQ (dQ accumulated in the
-// output); with fewer (long sequences of few heads), a dK/dV pass over key blocks and a dQ pass over query
-// blocks, which recompute them once each but keep every thread busy. The element-wise loops between the
-// products (exp, the dropout factors, the softmax gradient) are vectorised: a local f32 exp, the dropout
-// mask one Philox block per four weights (attention_math::dropout_factors), and causally hidden keys skipped.
+// The backward: with at least two (batch, kv head) pairs per thread, one task per pair walks key blocks ×
+// query blocks once, each block pair's scores and softmax gradient feeding dK, dV and dQ (dQ accumulated in
+// the output); with fewer (long sequences of few heads), a dK/dV pass over key blocks and a dQ pass over query
+// blocks, which recompute them once each but keep every thread busy. Grouped-query attention: the kv heads'
+// tasks loop over their group's query heads, so each dK/dV block has one writer. The element-wise loops
+// between the products (exp, the dropout factors, the softmax gradient) are vectorised: a local f32 exp, the
+// dropout mask one Philox block per four weights (attention_math::dropout_factors), and causally hidden keys
+// skipped.
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -25,6 +27,7 @@
 #include "backends/checks.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/openblas.h"
+#include "backends/cpu/strided_loop.h"
 #include "base/parallel.h"
 
 namespace ember::cpu {
@@ -135,7 +138,8 @@ void forward(const Dims& d, const T* q, const T* k, const T* v, const MaskView<T
     for (int64_t task = begin; task < end; ++task) {
       const int64_t bh = task / q_blocks, b = bh / d.H, h = bh % d.H;
       const int64_t i0 = zigzag(task % q_blocks, q_blocks) * kBr, nr = std::min(kBr, d.L - i0);
-      const T *qh = q + bh * d.L * d.E, *kh = k + bh * d.S * d.E, *vh = v + bh * d.S * d.Ev;
+      const int64_t kvh = attention_math::kv_head(bh, d.H, d.Hkv);
+      const T *qh = q + bh * d.L * d.E, *kh = k + kvh * d.S * d.E, *vh = v + kvh * d.S * d.Ev;
       std::fill(acc.begin(), acc.end(), T(0));
       std::fill(rows.begin(), rows.end(), OnlineSoftmax<T>());
       const int64_t j_end = key_end(p, i0, nr, d.S);
@@ -246,64 +250,78 @@ void backward(const Dims& d, const T* q, const T* k, const T* v, const MaskView<
                });
   const T scale = static_cast<T>(p.scale);
   const int64_t q_blocks = (d.L + kBr - 1) / kBr, k_blocks = (d.S + kBc - 1) / kBc;
-  // The q, k, v and dO matrices of (batch, head) bh.
+  // The q and dO matrices of (batch, query head) bh and the k and v matrices of the kv head it reads.
   const auto head = [&](int64_t bh) {
-    return std::array<const T*, 4>{q + bh * d.L * d.E, k + bh * d.S * d.E, v + bh * d.S * d.Ev, dout + bh * d.L * d.Ev};
+    const int64_t kvh = attention_math::kv_head(bh, d.H, d.Hkv);
+    return std::array<const T*, 4>{q + bh * d.L * d.E, k + kvh * d.S * d.E, v + kvh * d.S * d.Ev,
+                                   dout + bh * d.L * d.Ev};
   };
-  // Enough (batch, head) tasks for the threads: one pass per (b, h) over key blocks × query blocks, each block
-  // pair's scores and softmax gradient computed once for dK, dV and dQ (dQ accumulated in place in the output:
-  // [L, E] of the task's own head). Otherwise (long sequences of few heads) the dK/dV pass and the dQ pass
-  // below, parallel over blocks, recompute them once each.
-  if (dq != nullptr && (dk != nullptr || dv != nullptr) && d.B * d.H >= 2 * int64_t{num_threads()}) {
-    parallel_for(d.B * d.H, task_grain(d.L, d.S, 3 * (d.E + d.Ev)), [&](int64_t begin, int64_t end) {
+  // A kv head's dK and dV sum over its group of query heads (grouped-query attention; a group of one
+  // otherwise): the tasks below own kv heads, so one task sums a group, in head order (deterministic).
+  const int64_t group = d.H / d.Hkv;
+  const auto first_head = [&](int64_t kvh) { return kvh / d.Hkv * d.H + kvh % d.Hkv * group; };
+  // Enough (batch, kv head) tasks for the threads: one pass per kv head over key blocks × its query heads'
+  // query blocks, each block pair's scores and softmax gradient computed once for dK, dV and dQ (dQ
+  // accumulated in place in the output: [L, E] of the task's own query heads). Otherwise (long sequences of
+  // few heads) the dK/dV pass and the dQ pass below, parallel over blocks, recompute them once each.
+  if (dq != nullptr && (dk != nullptr || dv != nullptr) && d.B * d.Hkv >= 2 * int64_t{num_threads()}) {
+    parallel_for(d.B * d.Hkv, task_grain(group * d.L, d.S, 3 * (d.E + d.Ev)), [&](int64_t begin, int64_t end) {
       std::vector<T> prob(kBr * kBc), ds(kBr * kBc), z(kBc), dk_acc(kBc * d.E), dv_acc(kBc * d.Ev);
-      for (int64_t bh = begin; bh < end; ++bh) {
-        const int64_t b = bh / d.H, h = bh % d.H;
-        const auto [qh, kh, vh, doh] = head(bh);
-        T* dqh = dq + bh * d.L * d.E;
-        std::fill(dqh, dqh + d.L * d.E, T(0));
+      for (int64_t kvh = begin; kvh < end; ++kvh) {
+        const int64_t bh0 = first_head(kvh);
+        std::fill(dq + bh0 * d.L * d.E, dq + (bh0 + group) * d.L * d.E, T(0));
         for (int64_t j0 = 0; j0 < d.S; j0 += kBc) {
           const int64_t nc = std::min(kBc, d.S - j0);
           std::fill(dk_acc.begin(), dk_acc.end(), T(0));
           std::fill(dv_acc.begin(), dv_acc.end(), T(0));
-          for (int64_t i0 = p.causal ? j0 / kBr * kBr : 0; i0 < d.L; i0 += kBr) {
-            const int64_t nr = std::min(kBr, d.L - i0);
-            block_grads(d, qh, doh, kh, vh, lse + bh * d.L, D.data() + bh * d.L, mask, p, b, h, bh, i0, nr, j0, nc,
-                        prob.data(), ds.data(), z.data());
-            gemm<T>(true, false, nc, d.Ev, nr, T(1), prob.data(), kBc, doh + i0 * d.Ev, d.Ev, T(1), dv_acc.data(),
-                    d.Ev);
-            gemm<T>(true, false, nc, d.E, nr, scale, ds.data(), kBc, qh + i0 * d.E, d.E, T(1), dk_acc.data(), d.E);
-            gemm<T>(false, false, nr, d.E, nc, scale, ds.data(), kBc, kh + j0 * d.E, d.E, T(1), dqh + i0 * d.E, d.E);
+          for (int64_t bh = bh0; bh < bh0 + group; ++bh) {
+            const int64_t b = bh / d.H, h = bh % d.H;
+            const auto [qh, kh, vh, doh] = head(bh);
+            T* dqh = dq + bh * d.L * d.E;
+            for (int64_t i0 = p.causal ? j0 / kBr * kBr : 0; i0 < d.L; i0 += kBr) {
+              const int64_t nr = std::min(kBr, d.L - i0);
+              block_grads(d, qh, doh, kh, vh, lse + bh * d.L, D.data() + bh * d.L, mask, p, b, h, bh, i0, nr, j0,
+                          nc, prob.data(), ds.data(), z.data());
+              gemm<T>(true, false, nc, d.Ev, nr, T(1), prob.data(), kBc, doh + i0 * d.Ev, d.Ev, T(1), dv_acc.data(),
+                      d.Ev);
+              gemm<T>(true, false, nc, d.E, nr, scale, ds.data(), kBc, qh + i0 * d.E, d.E, T(1), dk_acc.data(), d.E);
+              gemm<T>(false, false, nr, d.E, nc, scale, ds.data(), kBc, kh + j0 * d.E, d.E, T(1), dqh + i0 * d.E,
+                      d.E);
+            }
           }
-          if (dk != nullptr) std::copy(dk_acc.begin(), dk_acc.begin() + nc * d.E, dk + (bh * d.S + j0) * d.E);
-          if (dv != nullptr) std::copy(dv_acc.begin(), dv_acc.begin() + nc * d.Ev, dv + (bh * d.S + j0) * d.Ev);
+          if (dk != nullptr) std::copy(dk_acc.begin(), dk_acc.begin() + nc * d.E, dk + (kvh * d.S + j0) * d.E);
+          if (dv != nullptr) std::copy(dv_acc.begin(), dv_acc.begin() + nc * d.Ev, dv + (kvh * d.S + j0) * d.Ev);
         }
       }
     });
     return;
   }
-  // dK and dV: one task per (batch·head, key block), over the query blocks that see it.
+  // dK and dV: one task per (batch·kv head, key block), over the query blocks of its query heads that see it.
   if (dk != nullptr || dv != nullptr) {
-    parallel_for(d.B * d.H * k_blocks, task_grain(std::min(kBc, d.S), d.L, 2 * (d.E + d.Ev)),
+    parallel_for(d.B * d.Hkv * k_blocks, task_grain(std::min(kBc, d.S), group * d.L, 2 * (d.E + d.Ev)),
                  [&](int64_t begin, int64_t end) {
       std::vector<T> prob(kBr * kBc), ds(kBr * kBc), z(kBc), dk_acc(kBc * d.E), dv_acc(kBc * d.Ev);
       for (int64_t task = begin; task < end; ++task) {
-        const int64_t bh = task / k_blocks, b = bh / d.H, h = bh % d.H;
+        const int64_t kvh = task / k_blocks, bh0 = first_head(kvh);
         const int64_t j0 = zigzag(task % k_blocks, k_blocks) * kBc, nc = std::min(kBc, d.S - j0);
-        const auto [qh, kh, vh, doh] = head(bh);
         std::fill(dk_acc.begin(), dk_acc.end(), T(0));
         std::fill(dv_acc.begin(), dv_acc.end(), T(0));
-        const int64_t i_start = p.causal ? j0 / kBr * kBr : 0;  // causal: rows i < j0 see none of these keys
-        for (int64_t i0 = i_start; i0 < d.L; i0 += kBr) {
-          const int64_t nr = std::min(kBr, d.L - i0);
-          block_grads(d, qh, doh, kh, vh, lse + bh * d.L, D.data() + bh * d.L, mask, p, b, h, bh, i0, nr, j0, nc,
-                      prob.data(), ds.data(), z.data());
-          // dV += (p·z)ᵀ dO, dK += dSᵀ q · scale
-          gemm<T>(true, false, nc, d.Ev, nr, T(1), prob.data(), kBc, doh + i0 * d.Ev, d.Ev, T(1), dv_acc.data(), d.Ev);
-          gemm<T>(true, false, nc, d.E, nr, scale, ds.data(), kBc, qh + i0 * d.E, d.E, T(1), dk_acc.data(), d.E);
+        for (int64_t bh = bh0; bh < bh0 + group; ++bh) {
+          const int64_t b = bh / d.H, h = bh % d.H;
+          const auto [qh, kh, vh, doh] = head(bh);
+          const int64_t i_start = p.causal ? j0 / kBr * kBr : 0;  // causal: rows i < j0 see none of these keys
+          for (int64_t i0 = i_start; i0 < d.L; i0 += kBr) {
+            const int64_t nr = std::min(kBr, d.L - i0);
+            block_grads(d, qh, doh, kh, vh, lse + bh * d.L, D.data() + bh * d.L, mask, p, b, h, bh, i0, nr, j0, nc,
+                        prob.data(), ds.data(), z.data());
+            // dV += (p·z)ᵀ dO, dK += dSᵀ q · scale
+            gemm<T>(true, false, nc, d.Ev, nr, T(1), prob.data(), kBc, doh + i0 * d.Ev, d.Ev, T(1), dv_acc.data(),
+                    d.Ev);
+            gemm<T>(true, false, nc, d.E, nr, scale, ds.data(), kBc, qh + i0 * d.E, d.E, T(1), dk_acc.data(), d.E);
+          }
         }
-        if (dk != nullptr) std::copy(dk_acc.begin(), dk_acc.begin() + nc * d.E, dk + (bh * d.S + j0) * d.E);
-        if (dv != nullptr) std::copy(dv_acc.begin(), dv_acc.begin() + nc * d.Ev, dv + (bh * d.S + j0) * d.Ev);
+        if (dk != nullptr) std::copy(dk_acc.begin(), dk_acc.begin() + nc * d.E, dk + (kvh * d.S + j0) * d.E);
+        if (dv != nullptr) std::copy(dv_acc.begin(), dv_acc.begin() + nc * d.Ev, dv + (kvh * d.S + j0) * d.Ev);
       }
     });
   }
@@ -352,6 +370,12 @@ void CpuBackend::attention_backward(const TensorArg& q, const TensorArg& k, cons
     backward<T>(d, q.ptr<T>(), k.ptr<T>(), v.ptr<T>(), mask_view<T>(mask), out.ptr<T>(), lse.ptr<T>(),
                 grad_out.ptr<T>(), ptr_or_null<T>(grad_q), ptr_or_null<T>(grad_k), ptr_or_null<T>(grad_v), p);
   });
+}
+
+// Rotary position embedding: attention_math.h's element body in the index loop.
+void CpuBackend::rotary(const TensorArg& x, const TensorArg& cos, const TensorArg& sin, const TensorArg& out,
+                        const RotaryParams& p) {
+  attention_math::rotary(x, cos, sin, out, p, [](int64_t n, const auto& body) { for_each_index(n, kGrainSize, body); });
 }
 
 }  // namespace ember::cpu

@@ -16,7 +16,7 @@ namespace {
 
 using attention_math::OnlineSoftmax;
 
-// The sizes (B, H, L, S, E, Ev: checks::AttentionDims), the operands and the parameters of one call.
+// The sizes (B, H, L, S, E, Ev, Hkv: checks::AttentionDims), the operands and the parameters of one call.
 template <typename T>
 struct AttentionArgs : checks::AttentionDims {
   const T *q, *k, *v, *mask, *out, *lse, *dout;
@@ -33,10 +33,16 @@ __device__ T block_dot(const T* a, const T* b, int64_t n) {
   return block_reduce(s, nn_math::SumOp{});
 }
 
+// The row of key (or value) j of the kv head that (batch, query head) bh reads: kv_head(bh)·S + j.
+template <typename T>
+__device__ int64_t key_row(const AttentionArgs<T>& a, int64_t bh, int64_t j) {
+  return attention_math::kv_head(bh, a.H, a.Hkv) * a.S + j;
+}
+
 // The score of query row `row` (= bh·L + i) and key j.
 template <typename T>
 __device__ T row_score(const AttentionArgs<T>& a, int64_t bh, int64_t i, int64_t j) {
-  const T dot = block_dot(a.q + (bh * a.L + i) * a.E, a.k + (bh * a.S + j) * a.E, a.E);
+  const T dot = block_dot(a.q + (bh * a.L + i) * a.E, a.k + key_row(a, bh, j) * a.E, a.E);
   const int64_t b = bh / a.H, h = bh % a.H;
   const int64_t* ms = a.mask_strides;
   const T m = a.mask != nullptr ? a.mask[b * ms[0] + h * ms[1] + i * ms[2] + j * ms[3]] : T(0);
@@ -57,7 +63,7 @@ __global__ void __launch_bounds__(kBlock) attention_forward_kernel(AttentionArgs
       const T w = st.weight(s);
       st.l += w;
       const T pw = w * attention_math::dropout_factor<T>(a.p, static_cast<uint64_t>(row * a.S + j));
-      const T* vj = a.v + (bh * a.S + j) * a.Ev;
+      const T* vj = a.v + key_row(a, bh, j) * a.Ev;
       for (int64_t d = threadIdx.x; d < a.Ev; d += kBlock) o[d] = o[d] * alpha + pw * vj[d];
     }
     const T inv = st.inverse_sum();
@@ -71,7 +77,7 @@ template <typename T>
 __device__ T pair_grad(const AttentionArgs<T>& a, int64_t bh, int64_t i, int64_t j, T D, T& pz) {
   const int64_t row = bh * a.L + i;
   const T pr = kernels::m_exp(row_score(a, bh, i, j) - a.lse[row]);
-  const T dp = block_dot(a.dout + row * a.Ev, a.v + (bh * a.S + j) * a.Ev, a.Ev);
+  const T dp = block_dot(a.dout + row * a.Ev, a.v + key_row(a, bh, j) * a.Ev, a.Ev);
   const T z = attention_math::dropout_factor<T>(a.p, static_cast<uint64_t>(row * a.S + j));
   pz = pr * z;
   return attention_math::score_grad(pr, dp * z, D);
@@ -88,28 +94,33 @@ __global__ void __launch_bounds__(kBlock) attention_backward_dq_kernel(Attention
     for (int64_t j = 0; j < j_end; ++j) {
       T pz;
       const T ds = pair_grad(a, bh, i, j, D, pz) * static_cast<T>(a.p.scale);
-      const T* kj = a.k + (bh * a.S + j) * a.E;
+      const T* kj = a.k + key_row(a, bh, j) * a.E;
       for (int64_t e = threadIdx.x; e < a.E; e += kBlock) g[e] += ds * kj[e];
     }
   }
 }
 
+// One block per key row of a kv head: it sums over the query rows of every query head of the kv head's group
+// (grouped-query attention; the group is one head otherwise), in head order.
 template <typename T>
 __global__ void __launch_bounds__(kBlock) attention_backward_dkv_kernel(AttentionArgs<T> a) {
-  for (int64_t key = blockIdx.x; key < a.B * a.H * a.S; key += gridDim.x) {
-    const int64_t bh = key / a.S, j = key % a.S;
+  const int64_t group = a.H / a.Hkv;
+  for (int64_t key = blockIdx.x; key < a.B * a.Hkv * a.S; key += gridDim.x) {
+    const int64_t kvh = key / a.S, j = key % a.S, bh0 = kvh / a.Hkv * a.H + kvh % a.Hkv * group;
     T* gk = a.dk != nullptr ? a.dk + key * a.E : nullptr;
     T* gv = a.dv != nullptr ? a.dv + key * a.Ev : nullptr;
     for (int64_t e = threadIdx.x; gk != nullptr && e < a.E; e += kBlock) gk[e] = T(0);
     for (int64_t d = threadIdx.x; gv != nullptr && d < a.Ev; d += kBlock) gv[d] = T(0);
-    for (int64_t i = a.p.causal ? j : 0; i < a.L; ++i) {  // causal: rows i < j do not see key j
-      const int64_t row = bh * a.L + i;
-      const T D = block_dot(a.dout + row * a.Ev, a.out + row * a.Ev, a.Ev);
-      T pz;
-      const T ds = pair_grad(a, bh, i, j, D, pz) * static_cast<T>(a.p.scale);
-      const T *qi = a.q + row * a.E, *gi = a.dout + row * a.Ev;
-      for (int64_t e = threadIdx.x; gk != nullptr && e < a.E; e += kBlock) gk[e] += ds * qi[e];
-      for (int64_t d = threadIdx.x; gv != nullptr && d < a.Ev; d += kBlock) gv[d] += pz * gi[d];
+    for (int64_t bh = bh0; bh < bh0 + group; ++bh) {
+      for (int64_t i = a.p.causal ? j : 0; i < a.L; ++i) {  // causal: rows i < j do not see key j
+        const int64_t row = bh * a.L + i;
+        const T D = block_dot(a.dout + row * a.Ev, a.out + row * a.Ev, a.Ev);
+        T pz;
+        const T ds = pair_grad(a, bh, i, j, D, pz) * static_cast<T>(a.p.scale);
+        const T *qi = a.q + row * a.E, *gi = a.dout + row * a.Ev;
+        for (int64_t e = threadIdx.x; gk != nullptr && e < a.E; e += kBlock) gk[e] += ds * qi[e];
+        for (int64_t d = threadIdx.x; gv != nullptr && d < a.Ev; d += kBlock) gv[d] += pz * gi[d];
+      }
     }
   }
 }
@@ -157,8 +168,15 @@ void CudaBackend::attention_backward(const TensorArg& q, const TensorArg& k, con
     a.dk = ptr_or_null<T>(grad_k);
     a.dv = ptr_or_null<T>(grad_v);
     if (a.dq != nullptr) launch_rows(ctx.stream, d.B * d.H * d.L, attention_backward_dq_kernel<T>, a);
-    if (a.dk != nullptr || a.dv != nullptr) launch_rows(ctx.stream, d.B * d.H * d.S, attention_backward_dkv_kernel<T>, a);
+    if (a.dk != nullptr || a.dv != nullptr)
+      launch_rows(ctx.stream, d.B * d.Hkv * d.S, attention_backward_dkv_kernel<T>, a);
   });
+}
+
+// Rotary position embedding: attention_math.h's element body, one thread per output element.
+void CudaBackend::rotary(const TensorArg& x, const TensorArg& cos, const TensorArg& sin, const TensorArg& out,
+                         const RotaryParams& p) {
+  attention_math::rotary(x, cos, sin, out, p, index_launcher(context(x.device_index)));
 }
 
 }  // namespace ember::cuda
