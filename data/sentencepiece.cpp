@@ -1,10 +1,9 @@
 #include "data/sentencepiece.h"
 
-#include <algorithm>
-#include <unordered_map>
+#include <dlfcn.h>
 
-#include <sentencepiece_processor.h>
-#include <sentencepiece_trainer.h>
+#include <algorithm>
+#include <cstdlib>
 
 #include "base/error.h"
 #include "base/parallel.h"
@@ -12,28 +11,40 @@
 namespace ember::data {
 namespace {
 
-// The lines of a text, each with its newline (the last one may have none): SentencePiece's sentences.
-class LineIterator : public sentencepiece::SentenceIterator {
- public:
-  explicit LineIterator(std::string_view text) : text_(text) { Next(); }
-  bool done() const override { return done_; }
-  void Next() override {
-    done_ = pos_ >= text_.size();
-    if (done_) return;
-    const size_t end = text_.find('\n', pos_);
-    const size_t next = end == std::string_view::npos ? text_.size() : end + 1;
-    line_.assign(text_.substr(pos_, next - pos_));
-    pos_ = next;
-  }
-  const std::string& value() const override { return line_; }
-  sentencepiece::util::Status status() const override { return {}; }
-
- private:
-  std::string_view text_;
-  size_t pos_ = 0;
-  bool done_ = false;
-  std::string line_;
-};
+// The module's table, loaded once (data/sentencepiece.h): $EMBER_SENTENCEPIECE_MODULE, else where
+// `cmake --install` puts it, else where the build wrote it.
+const SentencePieceApi& api() {
+  static const SentencePieceApi* const table = [] {
+    std::vector<std::string> paths;
+    if (const char* env = std::getenv("EMBER_SENTENCEPIECE_MODULE")) paths.emplace_back(env);
+    paths.emplace_back(EMBER_SENTENCEPIECE_INSTALLED);
+    paths.emplace_back(EMBER_SENTENCEPIECE_BUILT);
+    // The sanitizers' runtimes refuse RTLD_DEEPBIND (their builds write no TensorBoard or ONNX files).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    constexpr int kFlags = RTLD_NOW | RTLD_LOCAL;
+#else
+    constexpr int kFlags = RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND;
+#endif
+    std::string tried;
+    for (const std::string& path : paths) {
+      void* handle = ::dlopen(path.c_str(), kFlags);
+      if (handle == nullptr) {
+        tried += "\n  " + path + ": " + ::dlerror();
+        continue;
+      }
+      using Entry = const SentencePieceApi* (*)();
+      const auto entry = reinterpret_cast<Entry>(::dlsym(handle, "ember_sentencepiece_api"));
+      const SentencePieceApi* found = entry != nullptr ? entry() : nullptr;
+      if (found != nullptr && found->size == sizeof(SentencePieceApi)) return found;
+      tried += "\n  " + path + ": not this Ember's SentencePiece module (rebuild or reinstall Ember)";
+    }
+    detail::throw_error("SentencePiece tokenizer: cannot load Ember's module ember_sentencepiece, which links "
+                        "libsentencepiece (install libsentencepiece-dev, as scripts/setup.sh does, and build Ember; "
+                        "or point EMBER_SENTENCEPIECE_MODULE at libember_sentencepiece.so). Tried:",
+                        tried);
+  }();
+  return *table;
+}
 
 // The longest line, newline included: sentencepiece skips longer sentences (4192 bytes by default).
 size_t longest_line(std::string_view text) {
@@ -44,11 +55,6 @@ size_t longest_line(std::string_view text) {
     pos = end + 1;
   }
   return longest;
-}
-
-// "<0x0A>" → "\n": the byte a byte-fallback piece stands for.
-std::string byte_of_piece(const std::string& piece) {
-  return std::string(1, static_cast<char>(std::stoi(piece.substr(3, 2), nullptr, 16)));
 }
 
 }  // namespace
@@ -79,66 +85,42 @@ std::shared_ptr<const SentencePieceModel> train_sentencepiece(std::string_view t
       {"pad_id", "-1"},
       {"minloglevel", "2"},  // its progress lines (INFO) and warnings stay off the console
   };
-  LineIterator lines(text);
-  std::string proto;
-  const sentencepiece::util::Status status = sentencepiece::SentencePieceTrainer::Train(args, &lines, &proto);
-  if (!status.ok())
+  std::string proto, error;
+  if (!api().train(text, args, proto, error))
     throw SentencePieceTrainingError("SentencePiece cannot train a " + o.model_type + " model of vocab_size " +
                                      std::to_string(o.vocab_size) + " on this text (" + std::to_string(text.size()) +
-                                     " bytes): " + status.message());
+                                     " bytes): " + error);
   return sentencepiece_from_bytes(std::move(proto), "the SentencePiece model trained here");
 }
 
 std::shared_ptr<const SentencePieceModel> sentencepiece_from_bytes(std::string bytes, const std::string& source) {
+  const SentencePieceApi& spm = api();
+  std::string error;
   auto model = std::make_shared<SentencePieceModel>();
-  model->processor = std::make_shared<sentencepiece::SentencePieceProcessor>();
-  const sentencepiece::util::Status status = model->processor->LoadFromSerializedProto(bytes);
-  if (!status.ok() || model->processor->GetPieceSize() < 1)
-    detail::throw_error(source, ": not a SentencePiece model (sentencepiece: ",
-                        status.ok() ? std::string("no pieces") : std::string(status.message()),
+  model->processor = std::shared_ptr<void>(spm.load(bytes, error), spm.release);
+  if (model->processor != nullptr) model->token_text = spm.token_texts(model->processor.get());
+  if (model->token_text.empty())
+    detail::throw_error(source, ": not a SentencePiece model (sentencepiece: ", error.empty() ? "no pieces" : error,
                         "); give a .model file written by spm_train or SentencePieceTrainer (e.g. a Llama-2 or T5 "
                         "tokenizer.model)");
   model->proto = std::move(bytes);
   model->source = source;
-  const sentencepiece::SentencePieceProcessor& p = *model->processor;
-  const int n = p.GetPieceSize();
-  model->token_text.reserve(static_cast<size_t>(n));
-  for (int id = 0; id < n; ++id) {
-    const std::string& piece = p.IdToPiece(id);
-    if (p.IsByte(id)) {
-      model->token_text.push_back(byte_of_piece(piece));
-    } else if (p.IsControl(id) || p.IsUnused(id)) {
-      model->token_text.emplace_back();
-    } else if (p.IsUnknown(id)) {
-      model->token_text.push_back(p.DecodeIds({id}));  // the model's unk_surface
-    } else {
-      std::string text;
-      for (size_t pos = 0; pos < piece.size();) {
-        if (piece.compare(pos, 3, "\xE2\x96\x81") == 0) {  // "▁", SentencePiece's space
-          text += ' ';
-          pos += 3;
-        } else {
-          text += piece[pos++];
-        }
-      }
-      model->token_text.push_back(std::move(text));
-    }
-  }
   return model;
 }
 
 std::vector<int64_t> sentencepiece_encode(const SentencePieceModel& model, std::string_view text) {
   std::vector<int> ids;
-  const sentencepiece::util::Status status = model.processor->Encode(text, &ids);
-  EMBER_CHECK(status.ok(), "SentencePiece: encoding failed (", model.source, "): ", status.message());
+  std::string error;
+  EMBER_CHECK(api().encode(model.processor.get(), text, ids, error), "SentencePiece: encoding failed (", model.source,
+              "): ", error);
   return {ids.begin(), ids.end()};
 }
 
 std::string sentencepiece_decode(const SentencePieceModel& model, std::span<const int64_t> ids) {
   const std::vector<int> narrow(ids.begin(), ids.end());
-  std::string text;
-  const sentencepiece::util::Status status = model.processor->Decode(narrow, &text);
-  EMBER_CHECK(status.ok(), "SentencePiece: decoding failed (", model.source, "): ", status.message());
+  std::string text, error;
+  EMBER_CHECK(api().decode(model.processor.get(), narrow, text, error), "SentencePiece: decoding failed (",
+              model.source, "): ", error);
   return text;
 }
 
