@@ -10,11 +10,16 @@ using sentencepiece::SentencePieceProcessor;
 using sentencepiece::util::Status;
 
 // The lines of a text, each with its newline (the last one may have none): SentencePiece's sentences.
-class LineIterator : public sentencepiece::SentenceIterator {
+class LineIterator final : public sentencepiece::SentenceIterator {
  public:
-  explicit LineIterator(std::string_view text) : text_(text) { Next(); }
+  explicit LineIterator(std::string_view text) : text_(text) { advance(); }
   bool done() const override { return done_; }
-  void Next() override {
+  void Next() override { advance(); }
+  const std::string& value() const override { return line_; }
+  Status status() const override { return {}; }
+
+ private:
+  void advance() {
     done_ = pos_ >= text_.size();
     if (done_) return;
     const size_t end = text_.find('\n', pos_);
@@ -22,10 +27,7 @@ class LineIterator : public sentencepiece::SentenceIterator {
     line_.assign(text_.substr(pos_, next - pos_));
     pos_ = next;
   }
-  const std::string& value() const override { return line_; }
-  Status status() const override { return {}; }
 
- private:
   std::string_view text_;
   size_t pos_ = 0;
   bool done_ = false;
