@@ -105,8 +105,8 @@ class Tokenizer {
   static Tokenizer chars(const TextCorpus& corpus);
   // A SentencePiece model trained on the corpus's lines (each with its newline), in order, on all of them
   // (no sampling, no shuffling): the same corpus and options give the same pieces. bpe trains on
-  // ember::num_threads() threads (its result does not depend on them); unigram on one, since its EM sums
-  // would depend on the thread count. Throws ember::Error on invalid UTF-8 (naming the file), and
+  // cpu::num_threads() threads (its pieces do not depend on them, though the model file records the
+  // count); unigram on one, since its EM sums would depend on the thread count. Throws ember::Error on invalid UTF-8 (naming the file), and
   // SentencePieceTrainingError with sentencepiece's own message when it cannot train a model of these
   // options (e.g. a vocab_size below the corpus's characters, or above what it can find in it).
   static Tokenizer sentencepiece(const TextCorpus& corpus, const SentencePieceOptions& options = {});
@@ -149,7 +149,8 @@ class Tokenizer {
   // compares models with different tokenizers on one scale.
   int64_t text_bytes(std::span<const int64_t> ids) const;
 
-  // The same vocabulary: type, characters, or SentencePiece model bytes.
+  // The same vocabulary: type, characters, or SentencePiece model bytes (two bpe trainings on different
+  // thread counts differ there only, so compare their encodings).
   friend bool operator==(const Tokenizer& a, const Tokenizer& b);
 
  private:
