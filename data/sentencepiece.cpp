@@ -19,9 +19,14 @@ const SentencePieceApi& api() {
     if (const char* env = std::getenv("EMBER_SENTENCEPIECE_MODULE")) paths.emplace_back(env);
     paths.emplace_back(EMBER_SENTENCEPIECE_INSTALLED);
     paths.emplace_back(EMBER_SENTENCEPIECE_BUILT);
-    // The sanitizers' runtimes refuse RTLD_DEEPBIND (their builds write no TensorBoard or ONNX files).
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    // The sanitizers' runtimes refuse RTLD_DEEPBIND: the module's protobuf then binds to the program's, if
+    // it has one, which sentencepiece's cannot use (it fails its version check).
     constexpr int kFlags = RTLD_NOW | RTLD_LOCAL;
+    EMBER_CHECK(::dlsym(RTLD_DEFAULT, "_ZN6google8protobuf8internal13VerifyVersionEiiPKc") == nullptr,
+                "SentencePiece tokenizer: in a sanitizer build it cannot be kept apart from the protobuf this "
+                "program links (the sanitizer runtime refuses RTLD_DEEPBIND); use it in a normal build, or in a "
+                "program without the TensorBoard and ONNX writers");
 #else
     constexpr int kFlags = RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND;
 #endif

@@ -388,6 +388,10 @@ TEST(TrainTasks, GenerateSamplesFromATrainedRun) {
 // ember-generate and --resume use the run's model, a given model_file is copied into the run, and a
 // vocab_size the corpus cannot fill is a config error naming the key.
 TEST(TrainTasks, SentencePieceTokenizerRun) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "a sanitizer build cannot keep libsentencepiece's protobuf apart from ember-train's "
+                  "(data/sentencepiece.cpp); test_sentencepiece runs there, this test in the normal build";
+#endif
   test::Scratch s;
   const std::string text = make_corpus();
   const std::string corpus = s.write("corpus.txt", text);
