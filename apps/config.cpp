@@ -19,10 +19,14 @@ using schema::Kind;
 using schema::Value;
 using F = schema::Field<TrainConfig>;
 using T = schema::Field<TransformConfig>;
+using D = schema::Field<DataConfig>;
 
 void read_transforms(Section& data, const std::string& key, TrainConfig& c);
 void emit_transforms(YAML::Emitter& out, const TrainConfig& c);
 std::string doc_transforms();
+void read_tokenizer(Section& data, const std::string& key, TrainConfig& c);
+void emit_tokenizer(YAML::Emitter& out, const TrainConfig& c);
+std::string doc_tokenizer();
 void read_model(Section& top, const std::string& key, TrainConfig& c);
 void emit_model(YAML::Emitter& out, const TrainConfig& c);
 std::string doc_model();
@@ -76,9 +80,12 @@ const F kFields[] = {
   F("data.path", EMBER_MEMBER(data.path)).def("").when("data.dataset", "text")
       .doc("A UTF-8 text file, or a folder whose files are read in name order; empty: the fortunes corpus "
            "(/usr/share/games/fortunes, Debian's fortunes package, installed by scripts/setup.sh)."),
-  F("data.tokenizer", EMBER_MEMBER(data.tokenizer)).def("char").one_of({"char", "byte"}).when("data.dataset", "text")
+  F("data.tokenizer", read_tokenizer, emit_tokenizer, doc_tokenizer).default_is("`char`")
+      .when("data.dataset", "text")
       .doc("char: one token per character seen in the corpus (saved as <run>/vocab.json); byte: 256 tokens, one "
-           "per byte."),
+           "per byte; sentencepiece, or a map `{type: sentencepiece, vocab_size: 4096, model_type: bpe}` (keys "
+           "below): subword pieces, a SentencePiece model trained on the corpus or read from model_file, saved "
+           "as <run>/tokenizer.model for ember-eval, ember-generate and --resume."),
   F("data.context", EMBER_MEMBER(data.context)).def(128).in(">= 1").when("data.dataset", "text")
       .doc("T: the tokens of one example; the model predicts each window's T next tokens."),
   F("data.val_fraction", EMBER_MEMBER(data.val_fraction)).def(0.1).in("in (0, 1)").when("data.dataset", "text")
@@ -289,7 +296,69 @@ const T kTransformFields[] = {
       .when("type", "grayscale")
       .doc("1, or 3 (the luma repeated, for a model built for RGB). ITU-R 601-2 luma, as PIL's convert('L')."),
 };
+// data.tokenizer as a map: `type` and, for sentencepiece, the model to train (or the file to use).
+const D kTokenizerFields[] = {
+  D("type", EMBER_MEMBER(tokenizer)).req().one_of({"char", "byte", "sentencepiece"})
+      .doc("The tokenizer (char and byte take no other key)."),
+  D("vocab_size", EMBER_MEMBER(sentencepiece.vocab_size)).def(4096).in(">= 1").when("type", "sentencepiece")
+      .doc("The pieces to train, including <unk> and, with byte_fallback, the 256 byte pieces; at least the "
+           "corpus's distinct characters (times character_coverage) plus those."),
+  D("model_type", EMBER_MEMBER(sentencepiece.model_type)).def("bpe").one_of({"bpe", "unigram"})
+      .when("type", "sentencepiece")
+      .doc("SentencePiece's algorithm: bpe (merges, as GPT-2 and Llama) or unigram (a unigram language model over "
+           "pieces, as T5)."),
+  D("model_file", EMBER_MEMBER(sentencepiece.model_file)).def("").when("type", "sentencepiece")
+      .doc("A trained SentencePiece .model file (e.g. a Llama-2 or T5 tokenizer.model) to use instead of "
+           "training one; then the training keys are not given."),
+  D("character_coverage", EMBER_MEMBER(sentencepiece.character_coverage)).def(1.0).in("in (0, 1]")
+      .when("type", "sentencepiece")
+      .doc("The share of the corpus's characters that get a piece of their own; the rarest others become byte "
+           "pieces (byte_fallback) or <unk>."),
+  D("byte_fallback", EMBER_MEMBER(sentencepiece.byte_fallback)).def(true).when("type", "sentencepiece")
+      .doc("A character without a piece is encoded as its UTF-8 bytes (256 byte pieces), so any text encodes and "
+           "decodes exactly; false: it becomes <unk>."),
+};
 // clang-format on
+
+// data.tokenizer: a name (char, byte, sentencepiece with the default keys), or a map read through
+// kTokenizerFields. A model_file is used as it is: the keys that train a model are refused with it.
+void read_tokenizer(Section& data, const std::string& key, TrainConfig& c) {
+  if (!data.has(key)) return;
+  const YAML::Node node = data.node(key);
+  c.origin[data.key_path(key)] = data.origins().where(data.key_path(key), node);
+  if (!node.IsMap()) {
+    c.data.tokenizer = data.choice(key, "char", tokenizer_fields()[0].choices);
+    return;
+  }
+  Section spec(node, data.key_path(key), data.origins());
+  schema::read_fields(tokenizer_fields(), spec, c.data);
+  // (The file is opened by a new run only: a run's own copy serves ember-eval, ember-generate and --resume.)
+  if (c.data.sentencepiece.model_file.empty()) return;
+  for (const char* training : {"vocab_size", "model_type", "character_coverage", "byte_fallback"})
+    if (spec.has(training))
+      spec.fail(training, std::string("trains a model, but model_file gives one (whose ") + training +
+                              " it keeps): remove one of them");
+}
+
+void emit_tokenizer(YAML::Emitter& out, const TrainConfig& c) {
+  if (c.data.tokenizer != "sentencepiece") {
+    out << c.data.tokenizer;  // as before maps were read: the hash of a char or byte run is unchanged
+    return;
+  }
+  out << YAML::Flow;
+  const std::string& file = c.data.sentencepiece.model_file;
+  if (file.empty()) {
+    schema::emit_fields(out, tokenizer_fields(), c.data, true);
+  } else {  // without the training keys, which a model file does not take
+    out << YAML::BeginMap << YAML::Key << "type" << YAML::Value << c.data.tokenizer << YAML::Key << "model_file"
+        << YAML::Value << file << YAML::EndMap;
+  }
+}
+
+std::string doc_tokenizer() {
+  return "A name (`char`, `byte`, `sentencepiece`) or a map of these keys:\n\n" +
+         schema::describe(schema::keys_of(tokenizer_fields()));
+}
 
 // data.transforms: a list of maps, each read through kTransformFields.
 void read_transforms(Section& data, const std::string& key, TrainConfig& c) {
@@ -493,6 +562,7 @@ void check_relations(Section& top, const TrainConfig& c, bool fashion_files) {
 
 std::span<const schema::Field<TrainConfig>> config_fields() { return kFields; }
 std::span<const schema::Field<TransformConfig>> transform_fields() { return kTransformFields; }
+std::span<const schema::Field<DataConfig>> tokenizer_fields() { return kTokenizerFields; }
 
 TrainConfig parse_config(const std::string& text, const std::string& name, const std::vector<std::string>& overrides,
                          bool fashion_files) {

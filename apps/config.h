@@ -32,12 +32,22 @@ struct TransformConfig {
   int64_t num_output_channels = 1;               // grayscale
 };
 
+// data.tokenizer: {type: sentencepiece, ...}: the SentencePiece model to train on the corpus, or the one to use.
+struct SentencePieceConfig {
+  int64_t vocab_size = 4096;
+  std::string model_type = "bpe";  // bpe | unigram
+  std::string model_file;          // a trained .model file to use instead of training one
+  double character_coverage = 1.0;
+  bool byte_fallback = true;
+};
+
 struct DataConfig {
   std::string dataset = "fashion_mnist";
   std::string dir;  // fashion_mnist: the folder holding the four files
   std::string train_images, train_labels, test_images, test_labels;  // idx
   std::string train_file, test_file, target_column;                  // csv
   std::string path, tokenizer = "char";                              // text ("" path: the fortunes corpus)
+  SentencePieceConfig sentencepiece;                                 // text, tokenizer: sentencepiece
   int64_t context = 128, samples_per_epoch = 0;                      // text
   double val_fraction = 0.1;                                         // text
   std::string train_dir, test_dir;                                   // image_folder ("" test_dir: a split)
@@ -108,6 +118,7 @@ TrainConfig parse_config(const std::string& text, const std::string& name, const
 // The key table: one row per key, in the order of the resolved config (apps/config_schema.h).
 std::span<const schema::Field<TrainConfig>> config_fields();
 std::span<const schema::Field<TransformConfig>> transform_fields();  // the items of data.transforms
+std::span<const schema::Field<DataConfig>> tokenizer_fields();  // data.tokenizer as a map
 
 // The resolved config (every key, defaults filled in) as YAML that load_config reads back to an equal config.
 std::string to_yaml(const TrainConfig& config);

@@ -139,6 +139,7 @@ std::string describe(std::span<const Key* const> keys) {
   std::string out = "| key | type | default | allowed | resume | description |\n|---|---|---|---|---|---|\n";
   for (const Key* k : keys) {
     std::string type = kind_name(k->kind);
+    if (k->kind == Kind::list && !k->default_doc.empty()) type = "name or map";  // data.tokenizer (config_schema.h)
     if (k->length != 0)
       type = "list of " + std::to_string(k->length) + (k->kind == Kind::numbers ? " numbers" : " integers");
     const std::string def = k->required             ? "**required**"
@@ -202,7 +203,7 @@ std::string config_reference() {
     out += schema::describe(keys);
     for (const auto& f : fields)
       if (f.section() == section && f.kind == schema::Kind::list)
-        out += "\n### `" + f.path + "` items\n\n" + f.doc_list();
+        out += "\n### `" + f.path + (f.default_doc.empty() ? "` items" : "` as a map") + "\n\n" + f.doc_list();
   }
   return out;
 }

@@ -76,7 +76,8 @@ struct Field : nn::schema::Declare<Field<S>> {
     get = getter;
     set = setter;
   }
-  // A list of maps with its own reader, writer and item docs.
+  // A list of maps with its own reader, writer and item docs. The same with .default_is(...): a value that is
+  // a name or a map (data.tokenizer), which the docs call so.
   Field(std::string key_path, void (*reader)(Section&, const std::string&, S&),
         void (*writer)(YAML::Emitter&, const S&), std::string (*doc)()) {
     this->path = std::move(key_path);

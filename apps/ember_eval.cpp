@@ -81,11 +81,15 @@ int main(int argc, char** argv) {
     std::printf("%s on %s (%s)\n", checkpoint.c_str(), dev.str().c_str(), config_path.c_str());
     const app::EvalResult r = app::evaluate(*session->model, *session->test_loader, dev, config);
     if (config.task == "language_model") {
-      const char* unit = session->tokenizer->type() == data::Tokenizer::Type::Char ? "bits/char" : "bits/byte";
-      std::printf("validation windows %lld (%lld tokens), val loss %.4f nats/token, %.4f %s, perplexity %.3f, "
-                  "next-token accuracy %.2f%%\n",
+      const bool chars = session->tokenizer->type() == data::Tokenizer::Type::Char;
+      std::printf("validation windows %lld (%lld tokens), val loss %.4f nats/token, %.4f %s, ",
                   static_cast<long long>(r.examples), static_cast<long long>(r.predictions), r.loss,
-                  r.loss / std::log(2.0), unit, std::exp(r.loss), 100 * r.accuracy.value_or(0));
+                  app::bits_per_unit(*session, r.loss), chars ? "bits/char" : "bits/byte");
+      // A subword token is several bytes: its bits per token too, and the bytes the tokens stand for.
+      if (session->tokenizer->type() == data::Tokenizer::Type::SentencePiece)
+        std::printf("%.4f bits/token (%lld bytes of text), ", r.loss / std::log(2.0),
+                    static_cast<long long>(session->test_bytes));
+      std::printf("perplexity %.3f, next-token accuracy %.2f%%\n", std::exp(r.loss), 100 * r.accuracy.value_or(0));
     } else if (config.task == "regression") {
       std::printf("examples %lld, test loss (%s) %.6g\n", static_cast<long long>(r.examples), config.loss.c_str(), r.loss);
     } else {

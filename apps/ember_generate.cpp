@@ -68,8 +68,9 @@ int main(int argc, char** argv) {
     const auto started = std::chrono::steady_clock::now();
     const std::vector<int64_t> out = nn::generate(
         *lm, ids, {.max_new_tokens = tokens, .temperature = temperature, .top_k = top_k, .gen = &gen}, [&](int64_t t) {
-          // Bytes go out as they come (a terminal joins a character's UTF-8 bytes); a char token is whole.
-          const std::string text = tokenizer.decode(std::span<const int64_t>(&t, 1));
+          // Bytes go out as they come (a terminal joins a character's UTF-8 bytes); a char token is whole, a
+          // SentencePiece token its piece's text (a byte piece: its byte).
+          const std::string text = tokenizer.token_text(t);
           std::fwrite(text.data(), 1, text.size(), stdout);
           std::fflush(stdout);
           return true;

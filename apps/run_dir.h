@@ -9,6 +9,7 @@
 //   report.html                          the run report (apps/report.h)
 //   init.safetensors                     the model before the first step (a fresh run writes it)
 //   vocab.json                           text data: the tokenizer (data::Tokenizer::save)
+//   tokenizer.model                      text data, data.tokenizer: sentencepiece: the model vocab.json names
 //   classes.json                         {"classes": [names in label order]}, for datasets that name them
 #include <cstdint>
 #include <filesystem>

@@ -42,13 +42,38 @@ std::string fingerprint(const std::string& text) {
   return std::to_string(text.size()) + " bytes, fnv1a " + buf;
 }
 
-// Text data: the corpus, its tokenizer (fitted, or read from `vocab_file`) and the train/validation windows.
+// data.tokenizer for a new run: fitted (char) or trained (sentencepiece) on the corpus, or model_file's.
+data::Tokenizer new_tokenizer(const TrainConfig& c, const data::TextCorpus& corpus, const std::string& corpus_name) {
+  const DataConfig& d = c.data;
+  if (d.tokenizer == "byte") return data::Tokenizer::bytes();
+  if (d.tokenizer == "char") return data::Tokenizer::chars(corpus);
+  const SentencePieceConfig& sp = d.sentencepiece;
+  const auto it = c.origin.find("data.tokenizer");
+  const std::string where = it != c.origin.end() ? it->second : c.source;
+  if (!sp.model_file.empty()) {
+    if (!std::filesystem::is_regular_file(sp.model_file))
+      throw ConfigError(where + ": data.tokenizer.model_file: the file '" + sp.model_file + "' does not exist; give "
+                        "a SentencePiece .model file, or leave model_file out to train one on the corpus");
+    return data::Tokenizer::sentencepiece_file(sp.model_file);
+  }
+  try {
+    return data::Tokenizer::sentencepiece(corpus, {.vocab_size = sp.vocab_size,
+                                                   .model_type = sp.model_type,
+                                                   .character_coverage = sp.character_coverage,
+                                                   .byte_fallback = sp.byte_fallback});
+  } catch (const data::SentencePieceTrainingError& e) {
+    throw ConfigError(where + ": data.tokenizer.vocab_size: " +
+                      std::to_string(sp.vocab_size) + " does not fit the corpus " + corpus_name + ": " + e.what());
+  }
+}
+
+// Text data: the corpus, its tokenizer (new, or read from `vocab_file`) and the train/validation windows.
 void open_text(Session& s, const std::string& vocab_file) {
   const DataConfig& d = s.config.data;
   const data::TextCorpus corpus = d.path.empty() ? data::read_fortunes() : data::read_text(d.path);
   const std::string corpus_name = d.path.empty() ? std::string(data::kFortunesDir) : d.path;
   if (vocab_file.empty()) {
-    s.tokenizer = d.tokenizer == "byte" ? data::Tokenizer::bytes() : data::Tokenizer::chars(corpus);
+    s.tokenizer = new_tokenizer(s.config, corpus, corpus_name);
   } else {
     if (!std::filesystem::is_regular_file(vocab_file))
       throw ConfigError(vocab_file + ": the run's vocabulary is missing; it is written next to the checkpoints by "
@@ -71,6 +96,13 @@ void open_text(Session& s, const std::string& vocab_file) {
   s.test_windows = splits.validation;
   s.input_dtype = DType::i64;
   s.vocab_size = s.tokenizer->vocab_size();
+  // The text the evaluated windows predict (data.test_limit keeps the first ones): bits per byte.
+  if (s.test_windows) {
+    const int64_t windows = d.test_limit > 0 ? std::min(d.test_limit, s.test_windows->size()) : s.test_windows->size();
+    s.test_tokens = windows * d.context;
+    const int64_t first = s.test_windows->start(0) + 1;
+    s.test_bytes = s.tokenizer->text_bytes(std::span<const int64_t>(splits.tokens->data() + first, s.test_tokens));
+  }
 }
 
 data::ImageFolderOptions image_options(const DataConfig& d) {
@@ -367,6 +399,17 @@ void check_corpus(const Session& s, const Checkpoint& c) {
                       ") than data.path now holds (" + s.corpus_fingerprint + ", " +
                       (s.config.data.path.empty() ? std::string(data::kFortunesDir) : s.config.data.path) +
                       "): point data.path at the run's corpus");
+}
+
+std::string bits_unit(const Session& s) {
+  if (!s.tokenizer) return "bits_per_token";
+  return s.tokenizer->type() == data::Tokenizer::Type::Char ? "bits_per_char" : "bits_per_byte";
+}
+
+double bits_per_unit(const Session& s, double nats_per_token) {
+  const double bits = nats_per_token / std::log(2.0);
+  if (!s.tokenizer || s.tokenizer->type() == data::Tokenizer::Type::Char || s.test_bytes == 0) return bits;
+  return bits * static_cast<double>(s.test_tokens) / static_cast<double>(s.test_bytes);
 }
 
 std::string dry_run_report(Session& s) {

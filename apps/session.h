@@ -39,6 +39,8 @@ struct Session {
   std::optional<data::Tokenizer> tokenizer;
   std::string corpus_fingerprint;
   std::shared_ptr<data::TokenWindows> train_windows, test_windows;
+  // The tokens the test windows predict and the bytes of text they stand for (data::Tokenizer::text_bytes).
+  int64_t test_tokens = 0, test_bytes = 0;
   // The classes' names in label order, where the dataset has them (image_folder: its subfolders; cifar10);
   // empty otherwise. ember-train saves them as <run>/classes.json.
   std::vector<std::string> class_names;
@@ -133,6 +135,13 @@ void apply_update(Session& session, const Tensor& loss);
 void finish_update(Session& session);
 // The end-of-epoch scheduler step, for schedules that run per epoch; ReduceLROnPlateau gets `metric`.
 void end_epoch_schedule(Session& session, double metric);
+
+// A language model's validation loss (nats per token) in bits per character (char tokenizer: a token is a
+// character) or per byte of text (the others, test_bytes: the tokens' bytes), so that models with different
+// tokenizers compare on one scale; bits_unit names it: bits_per_char, bits_per_byte, or bits_per_token
+// without a tokenizer.
+double bits_per_unit(const Session& session, double nats_per_token);
+std::string bits_unit(const Session& session);
 
 // Text data: throws ConfigError unless checkpoint `c` was trained on the corpus this session read (its
 // "corpus" metadata equals corpus_fingerprint). Nothing for other data.

@@ -381,7 +381,7 @@ class Run {
       row.test_loss = r.loss;
       row.test_accuracy = r.accuracy;
       if (cfg_.task == "language_model") {
-        row.test_bits = r.loss / std::log(2.0);
+        row.test_bits = bits_per_unit(s_, r.loss);
         row.test_perplexity = std::exp(r.loss);
       }
     }
@@ -419,9 +419,7 @@ class Run {
   // console, the report. Files are rank 0's, the console every rank's (the others' goes to /dev/null). Opening a resumed run's metrics writers drops their rows past the checkpoint, which
   // TensorBoard's writer then reads back: they open in that order.
   void open_logs() {
-    const std::string bits_unit = !s_.tokenizer ? "bits_per_token"
-                                  : s_.tokenizer->type() == data::Tokenizer::Type::Char ? "bits_per_char"
-                                                                                         : "bits_per_byte";
+    const std::string bits_unit = app::bits_unit(s_);
     const std::string bits_label = bits_unit == "bits_per_char"   ? "bits/char"
                                    : bits_unit == "bits_per_byte" ? "bits/byte"
                                                                   : "bits/token";

@@ -15,14 +15,15 @@
 #include "core/atomic_file.h"
 #include "core/raw.h"
 #include "data/random.h"
+#include "data/sentencepiece.h"
 
 namespace ember::data {
 namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kUtf8Advice =
-    "; the char tokenizer needs UTF-8 text: convert it (e.g. iconv -f latin1 -t utf-8) or use the byte tokenizer";
+constexpr const char* kUtf8Advice = "; the char and sentencepiece tokenizers need UTF-8 text: convert it (e.g. iconv "
+                                    "-f latin1 -t utf-8) or use the byte tokenizer";
 constexpr const char* kVocabFormat = "ember.vocab";
 constexpr int kVocabVersion = 1;
 constexpr uint64_t kWindowStream = 0x74657874'77696e64ULL;  // "textwind": the random windows' Philox stream
@@ -83,6 +84,11 @@ char32_t next_code_point(std::string_view text, size_t& pos, std::string_view na
   return cp;
 }
 
+// Throws as next_code_point does unless `text` is valid UTF-8.
+void check_utf8(std::string_view text, std::string_view name) {
+  for (size_t pos = 0; pos < text.size();) next_code_point(text, pos, name);
+}
+
 // Calls fn(bytes, name) for each file of the corpus (named by its path) and each piece of text between
 // them (the separators), in order, so that errors name the file and an offset inside it.
 void for_each_piece(const TextCorpus& corpus, const std::function<void(std::string_view, std::string_view)>& fn) {
@@ -116,6 +122,20 @@ std::string read_file(const fs::path& path) {
   detail::throw_error(path, ": not a valid vocabulary file: ", what,
                       "; vocab.json is written by Tokenizer::save next to a model's checkpoint: copy the one the "
                       "model was trained with, or rebuild the tokenizer from the training text");
+}
+
+// The vocabulary's SentencePiece model file, named by vocab.json's "model" (a file in the same folder).
+Tokenizer load_sentencepiece_vocab(const std::string& path, const nlohmann::json& j, int64_t vocab_size) {
+  if (!j.contains("model") || !j["model"].is_string() || j["model"].get<std::string>().empty())
+    corrupt_vocab(path, "a sentencepiece vocabulary needs \"model\": the name of its .model file");
+  const fs::path model = fs::path(path).parent_path() / j["model"].get<std::string>();
+  EMBER_CHECK(fs::is_regular_file(model), model.string(), ": the SentencePiece model that ", path,
+              " names is missing; it is written next to vocab.json by ember-train: copy it with the run");
+  Tokenizer t = Tokenizer::sentencepiece_file(model.string());
+  if (t.vocab_size() != vocab_size)
+    corrupt_vocab(path, "\"vocab_size\" is " + std::to_string(vocab_size) + " but " + model.string() + " has " +
+                            std::to_string(t.vocab_size()) + " pieces (was it replaced by another model?)");
+  return t;
 }
 
 void check_buffer(const Tensor& t, int64_t batch, int64_t context, const char* what) {
@@ -229,8 +249,53 @@ Tokenizer Tokenizer::chars(const TextCorpus& corpus) {
   return t;
 }
 
+Tokenizer Tokenizer::sentencepiece(const TextCorpus& corpus, const SentencePieceOptions& options) {
+  for_each_piece(corpus, check_utf8);
+  Tokenizer t;
+  t.type_ = Type::SentencePiece;
+  t.spm_ = train_sentencepiece(corpus.text, options);
+  return t;
+}
+
+Tokenizer Tokenizer::sentencepiece_file(const std::string& model_file) {
+  std::ifstream in(model_file, std::ios::binary);
+  EMBER_CHECK(in.good(), model_file, ": cannot open the SentencePiece model file",
+              fs::exists(model_file) ? "; check its permissions" : "; no such file");
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  EMBER_CHECK(!in.bad(), model_file, ": reading the SentencePiece model file failed");
+  Tokenizer t;
+  t.type_ = Type::SentencePiece;
+  t.spm_ = sentencepiece_from_bytes(std::move(bytes).str(), model_file);
+  return t;
+}
+
+const char* Tokenizer::type_name() const {
+  switch (type_) {
+    case Type::Byte: return "byte";
+    case Type::Char: return "char";
+    case Type::SentencePiece: return "sentencepiece";
+  }
+  return "";
+}
+
 int64_t Tokenizer::vocab_size() const {
-  return type_ == Type::Byte ? 256 : static_cast<int64_t>(code_points_.size());
+  switch (type_) {
+    case Type::Byte: return 256;
+    case Type::Char: return static_cast<int64_t>(code_points_.size());
+    case Type::SentencePiece: return static_cast<int64_t>(spm_->token_text.size());
+  }
+  return 0;
+}
+
+const std::string& Tokenizer::sentencepiece_model() const {
+  static const std::string none;
+  return spm_ ? spm_->proto : none;
+}
+
+bool operator==(const Tokenizer& a, const Tokenizer& b) {
+  return a.type_ == b.type_ && a.code_points_ == b.code_points_ &&
+         a.sentencepiece_model() == b.sentencepiece_model();
 }
 
 int64_t Tokenizer::id_of(char32_t c) const {
@@ -244,6 +309,10 @@ std::vector<int64_t> Tokenizer::encode(std::string_view text, std::string_view n
   if (type_ == Type::Byte) {
     for (char c : text) ids.push_back(static_cast<uint8_t>(c));
     return ids;
+  }
+  if (type_ == Type::SentencePiece) {
+    check_utf8(text, name);
+    return sentencepiece_encode(*spm_, text);
   }
   for (size_t pos = 0; pos < text.size();) {
     const size_t at = pos;
@@ -269,14 +338,18 @@ std::vector<int64_t> Tokenizer::encode(const TextCorpus& corpus) const {
   return ids;
 }
 
+void Tokenizer::check_id(int64_t id, size_t position) const {
+  const int64_t v = vocab_size();
+  EMBER_CHECK(id >= 0 && id < v, "Tokenizer::decode: id ", id, " at position ", position, " is not in the ",
+              type_name(), " vocabulary (ids 0..", v - 1, "); were the ids made with another tokenizer?");
+}
+
 std::string Tokenizer::decode(std::span<const int64_t> ids) const {
+  for (size_t k = 0; k < ids.size(); ++k) check_id(ids[k], k);
+  if (type_ == Type::SentencePiece) return sentencepiece_decode(*spm_, ids);
   std::string out;
   out.reserve(ids.size());
-  const int64_t v = vocab_size();
-  for (size_t k = 0; k < ids.size(); ++k) {
-    const int64_t id = ids[k];
-    EMBER_CHECK(id >= 0 && id < v, "Tokenizer::decode: id ", id, " at position ", k, " is not in the ", type_name(),
-                " vocabulary (ids 0..", v - 1, "); were the ids made with another tokenizer?");
+  for (const int64_t id : ids) {
     if (type_ == Type::Byte) {
       out += static_cast<char>(static_cast<uint8_t>(id));
     } else {
@@ -286,12 +359,40 @@ std::string Tokenizer::decode(std::span<const int64_t> ids) const {
   return out;
 }
 
+std::string Tokenizer::token_text(int64_t id) const {
+  check_id(id, 0);
+  if (type_ == Type::SentencePiece) return spm_->token_text[static_cast<size_t>(id)];
+  const int64_t one[] = {id};
+  return decode(one);
+}
+
+int64_t Tokenizer::text_bytes(std::span<const int64_t> ids) const {
+  if (type_ == Type::Byte) return static_cast<int64_t>(ids.size());
+  int64_t bytes = 0;
+  for (size_t k = 0; k < ids.size(); ++k) {
+    check_id(ids[k], k);
+    const auto id = static_cast<size_t>(ids[k]);
+    if (type_ == Type::SentencePiece) {
+      bytes += static_cast<int64_t>(spm_->token_text[id].size());
+    } else {
+      const char32_t c = code_points_[id];
+      bytes += c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+    }
+  }
+  return bytes;
+}
+
 void Tokenizer::save(const std::string& path) const {
   nlohmann::ordered_json j;
   j["format"] = kVocabFormat;
   j["version"] = kVocabVersion;
   j["type"] = type_name();
   j["vocab_size"] = vocab_size();
+  if (type_ == Type::SentencePiece) {
+    const std::string model = "tokenizer.model";
+    write_file_atomic((fs::path(path).parent_path() / model).string(), spm_->proto);  // before the file naming it
+    j["model"] = model;
+  }
   if (type_ == Type::Char) {
     nlohmann::ordered_json tokens = nlohmann::ordered_json::array();
     for (char32_t c : code_points_) {
@@ -335,7 +436,9 @@ Tokenizer Tokenizer::load(const std::string& path) {
     if (vocab_size != 256) corrupt_vocab(path, "a byte vocabulary has 256 tokens, not " + std::to_string(vocab_size));
     return t;
   }
-  if (type != "char") corrupt_vocab(path, "unknown tokenizer type \"" + type + "\" (known: \"byte\", \"char\")");
+  if (type == "sentencepiece") return load_sentencepiece_vocab(path, j, vocab_size);
+  if (type != "char")
+    corrupt_vocab(path, "unknown tokenizer type \"" + type + "\" (known: \"byte\", \"char\", \"sentencepiece\")");
   if (!j.contains("tokens") || !j["tokens"].is_array()) corrupt_vocab(path, "\"tokens\" is missing or not a list");
   t.type_ = Type::Char;
   const nlohmann::json& tokens = j["tokens"];

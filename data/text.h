@@ -1,7 +1,7 @@
 #pragma once
-// Text for language modelling: a corpus read from a file or a folder, a byte- or character-level
-// tokenizer whose vocabulary travels with a checkpoint (vocab.json), and the token stream split by
-// position into a train part (random windows) and a validation part (consecutive windows).
+// Text for language modelling: a corpus read from a file or a folder, a byte-, character- or subword
+// (SentencePiece) tokenizer whose vocabulary travels with a checkpoint (vocab.json), and the token stream
+// split by position into a train part (random windows) and a validation part (consecutive windows).
 //
 //   data::TextCorpus corpus = data::read_fortunes();                     // or data::read_text(path)
 //   data::Tokenizer tok = data::Tokenizer::chars(corpus);                // vocab: the characters seen
@@ -64,14 +64,37 @@ TextCorpus read_fortunes(const std::string& dir = kFortunesDir);
 
 // --- Tokenizers ------------------------------------------------------------------------------------------
 
+// SentencePiece training (Tokenizer::sentencepiece), with sentencepiece's option names.
+struct SentencePieceOptions {
+  int64_t vocab_size = 4096;        // pieces, including <unk> and, with byte_fallback, the 256 byte pieces
+  std::string model_type = "bpe";   // bpe | unigram
+  double character_coverage = 1.0;  // the share of the corpus's characters that get a piece of their own
+  bool byte_fallback = true;        // a character without a piece is encoded as its UTF-8 bytes (<0xNN>)
+};
+
+// What Tokenizer::sentencepiece throws when sentencepiece cannot train a model of these options on this
+// text (its own message): a choice of the options, apart from errors in the text itself (ember::Error).
+class SentencePieceTrainingError : public Error {
+ public:
+  using Error::Error;
+};
+
+struct SentencePieceModel;  // the library's processor and the model's bytes (data/sentencepiece.cpp)
+
 // Text ↔ token ids.
 //   Byte:  vocab 256, id = the byte; encodes any bytes, decodes to the bytes (not necessarily UTF-8).
 //   Char:  vocab = the sorted set of Unicode code points seen in the text it was fitted on, nothing else
 //          (no unknown/padding token): id = the code point's rank. Text must be valid UTF-8, and a
 //          character outside the vocabulary is an error naming it.
+//   SentencePiece: subword pieces through the sentencepiece library (Debian's libsentencepiece-dev), a
+//          model trained here on the corpus or read from a .model file (Llama-2, T5). Text must be valid
+//          UTF-8. A model trained here keeps every byte of the text (no normalization, no dummy prefix
+//          space, newlines are pieces; with byte_fallback, characters it has no piece for become byte
+//          pieces), so decode(encode(text)) == text. A given model does what it was trained to do (e.g.
+//          NFKC normalization; without byte_fallback, unknown characters become <unk>).
 class Tokenizer {
  public:
-  enum class Type { Byte, Char };
+  enum class Type { Byte, Char, SentencePiece };
 
   static Tokenizer bytes();
   // The characters of `text` (`name` names it in errors). Throws on invalid UTF-8 (with the byte offset)
@@ -80,38 +103,64 @@ class Tokenizer {
   // The characters of every file of the corpus; invalid UTF-8 is reported with the file and its offset
   // in that file.
   static Tokenizer chars(const TextCorpus& corpus);
+  // A SentencePiece model trained on the corpus's lines (each with its newline), in order, on all of them
+  // (no sampling, no shuffling): the same corpus and options give the same pieces. bpe trains on
+  // cpu::num_threads() threads (its pieces do not depend on them, though the model file records the
+  // count); unigram on one, since its EM sums would depend on the thread count. Throws ember::Error on invalid UTF-8 (naming the file), and
+  // SentencePieceTrainingError with sentencepiece's own message when it cannot train a model of these
+  // options (e.g. a vocab_size below the corpus's characters, or above what it can find in it).
+  static Tokenizer sentencepiece(const TextCorpus& corpus, const SentencePieceOptions& options = {});
+  // A trained SentencePiece model file (e.g. a Llama-2 or T5 tokenizer.model). Throws ember::Error naming
+  // the file when it is missing or not a SentencePiece model.
+  static Tokenizer sentencepiece_file(const std::string& model_file);
   // A vocabulary file written by save(). Throws ember::Error naming the file when it is missing, not
   // JSON, or not a vocabulary (unknown type, tokens that are not single characters in increasing order,
-  // a vocab_size that does not match).
+  // a vocab_size that does not match, a SentencePiece model file that is missing or does not match).
   static Tokenizer load(const std::string& path);
 
-  // Writes {"format": "ember.vocab", "version": 1, "type": "char"|"byte", "vocab_size": V,
+  // Writes {"format": "ember.vocab", "version": 1, "type": "char"|"byte"|"sentencepiece", "vocab_size": V,
   // "tokens": ["\n", " ", "!", ...]} (tokens for char only) atomically to `path` (e.g. "<run>/vocab.json").
+  // SentencePiece: first the model, atomically, as "tokenizer.model" in the same folder, which vocab.json
+  // names ("model": "tokenizer.model"); so one SentencePiece vocabulary per folder.
   void save(const std::string& path) const;
 
   Type type() const { return type_; }
-  const char* type_name() const { return type_ == Type::Byte ? "byte" : "char"; }
+  const char* type_name() const;
   int64_t vocab_size() const;
   // Char: the code points in id order.
   const std::vector<char32_t>& code_points() const { return code_points_; }
+  // SentencePiece: the model file's bytes (a serialized sentencepiece ModelProto); empty for the others.
+  const std::string& sentencepiece_model() const;
 
   // The ids of `text`. Char: throws naming `name` and the byte offset on invalid UTF-8, and naming the
-  // character (and its code point) when it is not in the vocabulary.
+  // character (and its code point) when it is not in the vocabulary. SentencePiece: throws on invalid UTF-8.
   std::vector<int64_t> encode(std::string_view text, std::string_view name = "text") const;
   // Every file of the corpus and the separators between them: the token stream of corpus.text. Errors
   // name the file and the offset in it.
   std::vector<int64_t> encode(const TextCorpus& corpus) const;
   // The text of `ids`. Throws when an id is not in [0, vocab_size).
   std::string decode(std::span<const int64_t> ids) const;
+  // The bytes token `id` stands for inside a text, so that a stream of tokens can be written out one at a
+  // time: byte: the byte; char: its UTF-8; SentencePiece: the piece with "▁" as a space, a byte piece's
+  // byte, nothing for control tokens (<s>, </s>), <unk> as " ⁇ ". Throws when id is not in the vocabulary.
+  std::string token_text(int64_t id) const;
+  // The bytes of text `ids` stand for: the sum of their token_text sizes. For a stream encoded from a text
+  // by a model trained here it is that text's size, so bits per byte = bits per token × ids / text_bytes
+  // compares models with different tokenizers on one scale.
+  int64_t text_bytes(std::span<const int64_t> ids) const;
 
-  friend bool operator==(const Tokenizer&, const Tokenizer&) = default;
+  // The same vocabulary: type, characters, or SentencePiece model bytes (two bpe trainings on different
+  // thread counts differ there only, so compare their encodings).
+  friend bool operator==(const Tokenizer& a, const Tokenizer& b);
 
  private:
   Tokenizer() = default;
   int64_t id_of(char32_t c) const;  // -1 when not in the vocabulary
+  void check_id(int64_t id, size_t position) const;  // throws unless id is in [0, vocab_size)
 
   Type type_ = Type::Byte;
   std::vector<char32_t> code_points_;  // Char: sorted, distinct
+  std::shared_ptr<const SentencePieceModel> spm_;  // SentencePiece
 };
 
 // The code points of `text` (validated strictly: no overlong forms, surrogates or values past U+10FFFF).

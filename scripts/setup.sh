@@ -19,6 +19,7 @@ packages=(
   libprotobuf-dev protobuf-compiler  # TensorBoard event files (the project's own .proto)
   libonnx-dev                   # ONNX export: the ONNX protobuf schema and its checker
   libturbojpeg0-dev libpng-dev  # image folders: JPEG and PNG decoding
+  libsentencepiece-dev          # subword tokenizers for language models (SentencePiece BPE and unigram)
   chromium                      # the run report's test renders it headless
   python3-venv                  # scripts/test_venv.sh: TensorBoard's reader and onnxruntime for the tests
   dataset-fashion-mnist         # the default training data (/usr/share/datasets/fashion-mnist)

@@ -53,5 +53,5 @@ rm -rf build/install build/consumer
 cmake --install build --prefix build/install >/dev/null
 cmake -S examples/consumer -B build/consumer -DCMAKE_PREFIX_PATH="$PWD/build/install" >/dev/null
 cmake --build build/consumer -j"$jobs"
-./build/consumer/consumer
+EMBER_SENTENCEPIECE_MODULE="$PWD/build/install/lib/ember/libember_sentencepiece.so" ./build/consumer/consumer  # the installed module
 if [[ -x build/consumer/consumer_onnx ]]; then ./build/consumer/consumer_onnx; fi  # where Ember has ONNX export

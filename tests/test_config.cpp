@@ -65,6 +65,7 @@ TEST(Config, ShippedConfigsParse) {
 TEST(Config, KeyTableIsConsistent) {
   EXPECT_EQ(schema::check_keys(schema::keys_of(config_fields())), "");
   EXPECT_EQ(schema::check_keys(schema::keys_of(transform_fields())), "");
+  EXPECT_EQ(schema::check_keys(schema::keys_of(tokenizer_fields())), "");
   // The check finds what it should: a default outside the range, a `when` on an unknown key.
   schema::Key bad;
   bad.path = "x";
@@ -310,6 +311,63 @@ TEST(Config, BadConfigsExitWithCode2) {
     for (const auto& piece : c.pieces)
       EXPECT_NE(r.output.find(piece), std::string::npos) << c.name << ": missing '" << piece << "' in\n" << r.output;
   }
+}
+
+// data.tokenizer: a name, or a map whose keys are checked; a SentencePiece map is written back as one (and
+// a char or byte tokenizer as its name, so the config hash of such runs did not change).
+TEST(Config, TokenizerIsANameOrAMap) {
+  const std::string lm = "epochs: 1\ntask: language_model\nmodel: [{type: embedding, embedding_dim: 8}]\n"
+                         "optimizer: {lr: 0.1}\n";
+  const TrainConfig byte = parse_config(lm, "cfg.yaml", {"data.tokenizer=byte"});
+  EXPECT_EQ(byte.data.tokenizer, "byte");
+  EXPECT_NE(to_yaml(byte).find("tokenizer: byte\n"), std::string::npos) << to_yaml(byte);
+  EXPECT_EQ(config_hash(byte), config_hash(parse_config(lm, "cfg.yaml", {"data.tokenizer={type: byte}"})));
+  EXPECT_NE(config_hash(byte), config_hash(parse_config(lm, "cfg.yaml")));
+
+  const TrainConfig sp = parse_config(lm + "data: {tokenizer: {type: sentencepiece, vocab_size: 512, model_type: unigram, "
+                                           "character_coverage: 0.9995, byte_fallback: false}}\n",
+                                      "cfg.yaml");
+  EXPECT_EQ(sp.data.tokenizer, "sentencepiece");
+  EXPECT_EQ(sp.data.sentencepiece.vocab_size, 512);
+  EXPECT_EQ(sp.data.sentencepiece.model_type, "unigram");
+  EXPECT_EQ(sp.data.sentencepiece.character_coverage, 0.9995);
+  EXPECT_FALSE(sp.data.sentencepiece.byte_fallback);
+  EXPECT_EQ(sp.data.sentencepiece.model_file, "");
+  EXPECT_EQ(sp.origin.at("data.tokenizer"), "cfg.yaml:5");
+  const TrainConfig back = parse_config(to_yaml(sp), "resolved.yaml");
+  EXPECT_EQ(back.data.sentencepiece.vocab_size, 512);
+  EXPECT_EQ(back.data.sentencepiece.model_type, "unigram");
+  EXPECT_FALSE(back.data.sentencepiece.byte_fallback);
+  EXPECT_EQ(to_yaml(back), to_yaml(sp));
+  EXPECT_EQ(config_hash(back), config_hash(sp));
+  EXPECT_NE(config_hash(sp), config_hash(parse_config(lm, "cfg.yaml", {"data.tokenizer={type: sentencepiece, "
+                                                                       "vocab_size: 513, model_type: unigram, "
+                                                                       "character_coverage: 0.9995, byte_fallback: false}"})));
+  // The name alone takes the defaults.
+  const TrainConfig plain = parse_config(lm, "cfg.yaml", {"data.tokenizer=sentencepiece"});
+  EXPECT_EQ(plain.data.sentencepiece.vocab_size, 4096);
+  EXPECT_EQ(plain.data.sentencepiece.model_type, "bpe");
+  EXPECT_TRUE(plain.data.sentencepiece.byte_fallback);
+  // A model file instead of training (opened by a new run, not here: a run keeps its own copy).
+  const TrainConfig file = parse_config(lm, "cfg.yaml", {"data.tokenizer={type: sentencepiece, model_file: /m/t.model}"});
+  EXPECT_EQ(file.data.sentencepiece.model_file, "/m/t.model");
+  EXPECT_EQ(parse_config(to_yaml(file), "resolved.yaml").data.sentencepiece.model_file, "/m/t.model");
+
+  expect_error(lm, {"data.tokenizer={type: sentencepiece, vocab_sise: 300}"},
+               {"data.tokenizer.vocab_sise", "unknown key", "did you mean 'vocab_size'"});
+  expect_error(lm, {"data.tokenizer={type: sentencepiece, model_type: word}"},
+               {"data.tokenizer.model_type", "unknown value 'word'", "bpe, unigram"});
+  expect_error(lm, {"data.tokenizer={type: sentencepiece, vocab_size: 0}"}, {"data.tokenizer.vocab_size", ">= 1"});
+  expect_error(lm, {"data.tokenizer={type: sentencepiece, character_coverage: 1.5}"},
+               {"data.tokenizer.character_coverage", "in (0, 1]"});
+  expect_error(lm, {"data.tokenizer={type: sentencepiece, byte_fallback: maybe}"}, {"data.tokenizer.byte_fallback"});
+  expect_error(lm, {"data.tokenizer={vocab_size: 300}"}, {"data.tokenizer.type", "missing required key"});
+  expect_error(lm, {"data.tokenizer={type: char, vocab_size: 300}"},
+               {"data.tokenizer.vocab_size", "only used with type: sentencepiece"});
+  expect_error(lm, {"data.tokenizer={type: sentencepiece, model_file: /m/t.model, vocab_size: 300}"},
+               {"data.tokenizer.vocab_size", "model_file gives one", "remove one of them"});
+  expect_error(lm, {"data.tokenizer=[char]"}, {"data.tokenizer"});
+  expect_error(kBase, {"data.tokenizer=byte"}, {"data.tokenizer", "only used with data.dataset: text"});
 }
 
 // The task section: text data and language_model go together, regression takes CSV and mse/l1, and the

@@ -402,6 +402,102 @@ TEST(TrainTasks, GenerateSamplesFromATrainedRun) {
   test::expect_in(novocab.output, {"vocab.json is missing", "task: language_model"});
 }
 
+// A SentencePiece tokenizer trained from the config: the run keeps its model (vocab.json names
+// tokenizer.model), bits per byte counts the bytes of text the validation tokens decode to, ember-eval,
+// ember-generate and --resume use the run's model, a given model_file is copied into the run, and a
+// vocab_size the corpus cannot fill is a config error naming the key.
+TEST(TrainTasks, SentencePieceTokenizerRun) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "a sanitizer build cannot keep libsentencepiece's protobuf apart from ember-train's "
+                  "(data/sentencepiece.cpp); test_sentencepiece runs there, this test in the normal build";
+#endif
+  test::Scratch s;
+  const std::string text = make_corpus();
+  const std::string corpus = s.write("corpus.txt", text);
+  const std::string gpt = "{type: gpt, layers: 1, heads: 2, dim: 16, dropout: 0.0}";
+  const std::string cfg = s.write("spm.yaml", lm_config(corpus, gpt, "output: {checkpoint_every_steps: 2, keep_last: 50}\n",
+                                                        "{type: adamw, lr: 0.01}"));
+  const auto with_tokenizer = [](const std::string& map) { return " --set epochs=1 'data.tokenizer=" + map + "'"; };
+  const std::string bpe = with_tokenizer("{type: sentencepiece, vocab_size: 340, model_type: bpe}");
+  const fs::path run = s.dir() / "run";
+  const Result r = train("--config " + cfg + " --out " + run.string() + bpe);
+  ASSERT_EQ(r.rc, 0) << r.output;
+  test::expect_in(r.output, {"epoch 1/1: train loss", "bits/byte"});
+
+  // The run's tokenizer is the model trained from the config (again here: training is reproducible).
+  ASSERT_TRUE(fs::is_regular_file(run / "tokenizer.model"));
+  const data::Tokenizer tok = data::Tokenizer::load((run / "vocab.json").string());
+  ASSERT_EQ(tok.type(), data::Tokenizer::Type::SentencePiece);
+  EXPECT_EQ(tok.vocab_size(), 340);
+  const data::TextCorpus read = data::read_text(corpus);
+  const std::vector<int64_t> ids = tok.encode(read);
+  EXPECT_EQ(ids, data::Tokenizer::sentencepiece(read, {.vocab_size = 340, .model_type = "bpe"}).encode(read));
+  EXPECT_EQ(tok.decode(ids), text);
+
+  // Bits per byte: bits per token × the validation targets' tokens / the bytes of text they decode to.
+  const auto n = static_cast<int64_t>(ids.size());
+  const auto train_end = static_cast<int64_t>(std::llround(0.9 * static_cast<double>(n)));
+  const int64_t targets = (n - train_end - 1) / 16 * 16;
+  const std::span<const int64_t> predicted(ids.data() + train_end + 1, static_cast<size_t>(targets));
+  const int64_t bytes = tok.text_bytes(predicted);
+  EXPECT_EQ(bytes, static_cast<int64_t>(tok.decode(predicted).size()));
+  const auto rows = test::metrics_rows(run);
+  ASSERT_EQ(rows.size(), 1u);
+  const double loss = test::metric(rows.back(), "test_loss");
+  const double bits_per_byte = test::metric(rows.back(), "test_bits_per_byte");
+  EXPECT_NEAR(bits_per_byte, loss / std::log(2.0) * static_cast<double>(targets) / static_cast<double>(bytes), 1e-9);
+  EXPECT_LT(bits_per_byte, 0.5 * loss / std::log(2.0)) << "a piece of this corpus holds more than 2 bytes";
+
+  // ember-eval: the same numbers, from the run's vocab.json and tokenizer.model.
+  const int64_t steps = rows.back().at("step").get<int64_t>();
+  const fs::path last = run / app::checkpoint_name(steps);
+  const Result eval = test::run(std::string(EMBER_EVAL_APP) + " --config " + (run / "config.yaml").string() +
+                                " --checkpoint " + last.string());
+  ASSERT_EQ(eval.rc, 0) << eval.output;
+  char expected[96];
+  std::snprintf(expected, sizeof expected, "val loss %.4f nats/token, %.4f bits/byte, %.4f bits/token (%lld bytes",
+                loss, bits_per_byte, loss / std::log(2.0), static_cast<long long>(bytes));
+  test::expect_in(eval.output, {expected, "perplexity"});
+
+  // ember-generate: the prompt, then the new tokens' text (pieces of the run's model).
+  const Result g = test::run(std::string(EMBER_GENERATE_APP) + " --device cpu --checkpoint " + run.string() +
+                             " --prompt 'the cat' --tokens 20 --seed 3");
+  ASSERT_EQ(g.rc, 0) << g.output;
+  ASSERT_EQ(g.output.rfind("the cat", 0), 0u) << g.output;
+  test::expect_in(g.output, {"20 tokens in", "prompt " + std::to_string(tok.encode("the cat").size()) + " tokens"});
+
+  // --resume reads the run's model: killed after step 2, it ends as the straight run did; without its
+  // tokenizer.model it stops, naming it.
+  const fs::path resumed = s.dir() / "resumed";
+  cut_after(run, resumed, 2);
+  const Result again = train("--resume " + resumed.string());
+  ASSERT_EQ(again.rc, 0) << again.output;
+  EXPECT_EQ(test::metrics_rows_without_timing(resumed), test::metrics_rows_without_timing(run));
+  test::expect_same_tensors(resumed / app::checkpoint_name(steps), last, "model.");
+  const fs::path lost = s.dir() / "lost";
+  cut_after(run, lost, 2);
+  fs::remove(lost / "tokenizer.model");
+  const Result missing = train("--resume " + lost.string());
+  EXPECT_NE(missing.rc, 0);
+  test::expect_in(missing.output, {(lost / "tokenizer.model").string(), "is missing"});
+
+  // model_file: a model made by spm_train (tests/data, tools/make_spm_model.sh) is used and kept as it is.
+  const std::string given = std::string(EMBER_TEST_DATA_DIR) + "/spm_llama_style.model";
+  const fs::path llama = s.dir() / "llama";
+  const Result m = train("--config " + cfg + " --out " + llama.string() +
+                         with_tokenizer("{type: sentencepiece, model_file: " + given + "}"));
+  ASSERT_EQ(m.rc, 0) << m.output;
+  EXPECT_EQ(test::read_text(llama / "tokenizer.model"), test::read_text(given));
+  EXPECT_EQ(data::Tokenizer::load((llama / "vocab.json").string()).vocab_size(), 400);
+
+  // A vocabulary the corpus cannot fill: sentencepiece's reason, under the config key.
+  const Result small = train("--config " + cfg + " --out " + (s.dir() / "small").string() +
+                             with_tokenizer("{type: sentencepiece, vocab_size: 100}"));
+  EXPECT_EQ(small.rc, 2) << small.output;
+  test::expect_in(small.output, {"data.tokenizer.vocab_size: 100 does not fit the corpus",
+                                 "Vocabulary size is smaller than required_chars"});
+}
+
 // data.dataset: image_folder and cifar10 end to end: a folder of PNGs split into train and test (classes
 // saved as classes.json, used by ember-eval to name them), a bad file failing before training (naming it)
 // or skipped, and CIFAR-10's binary files.

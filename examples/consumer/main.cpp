@@ -1,5 +1,5 @@
 // Built against the installed package: find_package(ember) + ember::ember. Uses every layer: tensors,
-// autograd, nn, optim and data.
+// autograd, nn, optim and data (SentencePiece included).
 #include <ember/ember.h>
 
 #include <iostream>
@@ -31,7 +31,16 @@ int main() {
       opt.step();
     }
   const double w = fit.weight.item<double>(), b = fit.bias.item<double>();
+  // A SentencePiece tokenizer: the installed module libember_sentencepiece.so does the work.
+  data::TextCorpus corpus;
+  corpus.text = "the cat sat on the mat\nthe dog sat on the log\n";
+  const data::Tokenizer spm = data::Tokenizer::sentencepiece(corpus, {.vocab_size = 20, .byte_fallback = false});
+  const bool round_trip = spm.decode(spm.encode(corpus.text)) == corpus.text;
   std::cout << "consumer: ember works; log(e) = " << fmt(log_e) << "; trace(x x^T) = " << trace << " (expected 506); fitted y = " << w << "x + "
-            << b << " (expected 2x - 1)\n";
-  return std::abs(log_e - 1) < 1e-15 && trace == 506.0 && std::abs(w - 2) < 1e-3 && std::abs(b + 1) < 1e-3 ? 0 : 1;
+            << b << " (expected 2x - 1); sentencepiece " << spm.encode(corpus.text).size() << " tokens, "
+            << (round_trip ? "round trip" : "NO round trip") << "\n";
+  return std::abs(log_e - 1) < 1e-15 && trace == 506.0 && std::abs(w - 2) < 1e-3 && std::abs(b + 1) < 1e-3 &&
+                 round_trip
+             ? 0
+             : 1;
 }
