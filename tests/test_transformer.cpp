@@ -423,6 +423,15 @@ TEST(WeightTying, ListedSavedAndUpdatedOnce) {
 
 // --- GPT ------------------------------------------------------------------------------------------------
 
+// The logits of tokens [B, 8] decoded with the cache: a prompt of 3, a chunk of 3 on the non-empty cache (the
+// bottom-right causal mask), then one token at a time.
+Tensor decode_in_parts(nn::GPT& gpt, const Tensor& tokens, nn::DecodeState& state) {
+  std::vector<Tensor> parts;
+  for (const auto& [start, len] : std::vector<std::pair<int64_t, int64_t>>{{0, 3}, {3, 3}, {6, 1}, {7, 1}})
+    parts.push_back(gpt.decode(tokens.narrow(1, start, len), state));
+  return cat(parts, 1);
+}
+
 nn::GPTOptions gpt_options(const std::string& name) {
   if (name == "gpt_a")
     return {.vocab_size = 11, .context = 8, .dim = 16, .layers = 2, .heads = 2, .mlp_ratio = 4, .dropout = 0.0,
@@ -517,14 +526,12 @@ TEST(GPT, DecodeEqualsForward) {
     auto* s = dynamic_cast<nn::GPTDecodeState*>(state.get());
     ASSERT_NE(s, nullptr);
     const void* cache = s->keys[0].data_ptr();
-    std::vector<Tensor> parts;
-    for (const auto& [start, len] : std::vector<std::pair<int64_t, int64_t>>{{0, 3}, {3, 3}, {6, 1}, {7, 1}})
-      parts.push_back(gpt.decode(tokens.narrow(1, start, len), *state));
+    const Tensor decoded = decode_in_parts(gpt, tokens, *state);
     EXPECT_EQ(state->length, 8);
     EXPECT_EQ(s->keys[0].data_ptr(), cache) << "the cache was reallocated";
     EXPECT_EQ(s->keys[0].shape(), Shape({2, o.heads, 8, o.dim / o.heads}));
-    EXPECT_LE(test::golden_mismatch(cat(parts, 1), full, 1e-11, 1e-12), 1.0) << name;
-    EXPECT_FALSE(parts[0].requires_grad());
+    EXPECT_LE(test::golden_mismatch(decoded, full, 1e-11, 1e-12), 1.0) << name;
+    EXPECT_FALSE(decoded.requires_grad());
     EXPECT_TRUE(test::throws_error([&] { gpt.decode(tokens.narrow(1, 0, 1), *state); },
                                    {"holds 8 tokens", "exceed the model's context 8", "start a new state"}));
     EXPECT_TRUE(test::throws_error([&] { gpt.decode(tokens.narrow(0, 0, 1), *gpt.start_decoding(2)); }, {"the state's batch"}));
@@ -556,10 +563,8 @@ TEST(GPT, GroupedQueryDecodeEqualsForward) {
     ASSERT_NE(s, nullptr);
     EXPECT_EQ(s->keys[0].shape(), Shape({2, kv_heads, 8, 4}));
     EXPECT_EQ(s->values[1].shape(), Shape({2, kv_heads, 8, 4}));
-    std::vector<Tensor> parts;
-    for (const auto& [start, len] : std::vector<std::pair<int64_t, int64_t>>{{0, 3}, {3, 3}, {6, 1}, {7, 1}})
-      parts.push_back(gpt.decode(tokens.narrow(1, start, len), *state));
-    EXPECT_LE(test::golden_mismatch(cat(parts, 1), full, 1e-11, 1e-12), 1.0) << kv_heads << " kv heads";
+    const Tensor decoded = decode_in_parts(gpt, tokens, *state);
+    EXPECT_LE(test::golden_mismatch(decoded, full, 1e-11, 1e-12), 1.0) << kv_heads << " kv heads";
     EXPECT_NE(gpt.describe().find("kv_heads=" + std::to_string(kv_heads)), std::string::npos) << gpt.describe();
   }
 }
@@ -599,10 +604,8 @@ TEST(GPT, RotaryAttentionAndDecode) {
   const Tensor tokens = randint(0, o.vocab_size, {2, 8}, {.dtype = DType::i64}, &gen);
   const Tensor full = gpt.forward(tokens);
   auto state = gpt.start_decoding(2);
-  std::vector<Tensor> parts;
-  for (const auto& [start, len] : std::vector<std::pair<int64_t, int64_t>>{{0, 3}, {3, 3}, {6, 1}, {7, 1}})
-    parts.push_back(gpt.decode(tokens.narrow(1, start, len), *state));
-  EXPECT_LE(test::golden_mismatch(cat(parts, 1), full, 1e-11, 1e-12), 1.0);
+  const Tensor decoded = decode_in_parts(gpt, tokens, *state);
+  EXPECT_LE(test::golden_mismatch(decoded, full, 1e-11, 1e-12), 1.0);
   // The positions are seen: without them attention ignores the order of the keys, so swapping tokens 0 and 1
   // would leave the logits of position 2 as they are.
   const Tensor ab = from_vector<int64_t>({3, 5, 7}, {1, 3}), ba = from_vector<int64_t>({5, 3, 7}, {1, 3});
