@@ -1,4 +1,4 @@
-// ONNX export (onnx/export.h), checked by the real runtime: every layer type of the registry alone, the four
+// ONNX export (onnx/export.h), checked by the real runtime: every layer type of the registry alone, the five
 // shipped configs' models and the model ember-export writes from a run are exported, fed 100 test examples in
 // batches of different sizes (and, for token models, different sequence lengths: the symbolic dims) through
 // Ember and through onnxruntime (tools/onnx_check.py under .venv-test's Python), and compared:
@@ -246,6 +246,11 @@ TEST(OnnxExport, EveryRegistryLayerMatchesOnnxruntime) {
       {"upsample_bilinear_align_corners", "[{type: upsample, scale_factor: 1.5, mode: bilinear, align_corners: true}]", {2, 4, 6}},
       {"pixel_shuffle", "[{type: pixel_shuffle, upscale_factor: 2}]", {12, 3, 4}},
       {"pixel_unshuffle", "[{type: pixel_unshuffle, downscale_factor: 2}]", {3, 6, 8}},
+      // the Vision Transformer (issue 32), with and without the tanh pre-logits
+      {"vit", "[{type: vit, patch_size: 4, num_classes: 5, layers: 2, heads: 2, hidden_dim: 8, mlp_dim: 12}]", {1, 8, 8}},
+      {"vit_pre_logits",
+       "[{type: vit, patch_size: 3, num_classes: 4, layers: 1, heads: 4, hidden_dim: 8, mlp_dim: 16, representation_size: 6}]",
+       {3, 9, 9}},
   };
   // Every layer type the registry builds is in a case above.
   std::string all;
@@ -287,13 +292,13 @@ TEST(OnnxExport, SequenceFirstLayersMatchOnnxruntime) {
   checker.expect_all_match();
 }
 
-// The four shipped configs' models (seed-initialised, batch norm statistics and norms perturbed), at full size.
+// The five shipped configs' models (seed-initialised, batch norm statistics and norms perturbed), at full size.
 // The text models get a vocabulary of 64 characters (the corpus's own size needs the corpus; the graph is the
 // same for any V).
 TEST(OnnxExport, ShippedConfigsMatchOnnxruntime) {
   Scratch dir;
   Checker checker(dir);
-  for (const char* name : {"fashion_mlp", "fashion_cnn", "char_gpt", "char_lstm"}) {
+  for (const char* name : {"fashion_mlp", "fashion_cnn", "char_gpt", "char_lstm", "fashion_vit"}) {
     SCOPED_TRACE(name);
     const app::TrainConfig config =
         app::load_config(std::string(EMBER_SOURCE_DIR "/configs/") + name + ".yaml", {}, /*fashion_files=*/false);
