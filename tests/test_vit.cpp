@@ -2,16 +2,20 @@
 // written by tools/make_vit_golden.py): torchvision's state dict loads strictly, the eval logits and every
 // parameter's gradient match (f32, and f64 for vit_tiny), Ember's state_dict has torchvision's names, shapes
 // and order, and a file Ember saves loads back into torchvision strictly with the same logits (run through
-// /usr/bin/python3 where it imports torchvision). Also: torchvision's init, the standard shapes' sizes, the
+// /usr/bin/python3 where it imports torchvision). Also: torchvision's init, vit_b_16/vit_b_32's names and shapes, the
 // 1-channel variant and the errors.
 #include <gtest/gtest.h>
 
 #include <ember/ember.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "scratch.h"
@@ -233,13 +237,24 @@ TEST(VisionTransformer, OneChannelImagesForFashionMnist) {
   EXPECT_EQ(y.shape(), (Shape{4, 10}));
 }
 
-TEST(VisionTransformer, StandardShapesHaveTorchvisionsParameterCounts) {
-  // torchvision.models.vit_b_16() / vit_b_32(): 86,567,656 and 88,224,232 parameters, 152 state_dict entries.
-  for (const auto& [make, count] : {std::make_pair(&nn::vit_b_16, int64_t{86567656}),
-                                    std::make_pair(&nn::vit_b_32, int64_t{88224232})}) {
+// Ember's vit_b_16 / vit_b_32 against torchvision's state_dict names and shapes in order
+// (tests/data/vit_standard_shapes.json) and parameter counts (86,567,656 and 88,224,232).
+TEST(VisionTransformer, StandardShapesAreTorchvisions) {
+  std::ifstream file(std::string(EMBER_TEST_DATA_DIR) + "/vit_standard_shapes.json");
+  ASSERT_TRUE(file) << "tests/data/vit_standard_shapes.json is missing: rerun tools/make_vit_golden.py";
+  const nlohmann::json theirs = nlohmann::json::parse(file);
+  for (const auto& [arch, make, count] : {std::make_tuple("vit_b_16", &nn::vit_b_16, int64_t{86567656}),
+                                          std::make_tuple("vit_b_32", &nn::vit_b_32, int64_t{88224232})}) {
+    SCOPED_TRACE(arch);
     const auto m = make(1000, nullptr);
     EXPECT_EQ(m->parameter_count(), count);
-    EXPECT_EQ(m->state_dict().size(), 152u);
+    const NamedTensors state = m->state_dict();
+    const nlohmann::json& want = theirs.at(arch);
+    ASSERT_EQ(state.size(), want.size());
+    for (size_t i = 0; i < state.size(); ++i) {
+      EXPECT_EQ(state[i].first, want[i][0].get<std::string>()) << "entry " << i;
+      EXPECT_EQ(state[i].second.shape(), Shape(want[i][1].get<std::vector<int64_t>>())) << state[i].first;
+    }
   }
 }
 

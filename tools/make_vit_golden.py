@@ -11,6 +11,8 @@ and python3-torchvision 0.14:
       `y`, and every parameter's gradient of cross_entropy(train-mode logits, t) as `grad.<name>` (dropout 0,
       so train and eval mode compute the same). Case vit_tiny also has the same in f64 (`f64.y`,
       `f64.grad.<name>`: the model's f32 weights converted to f64, the input likewise).
+      And tests/data/vit_standard_shapes.json: the state_dict names and shapes, in order, of
+      torchvision.models.vit_b_16() and vit_b_32() (too large to commit as weights).
   /usr/bin/python3 tools/make_vit_golden.py check NAME FILE [LOGITS]
       loads FILE (a state dict Ember saved) into a fresh torchvision model of case NAME strictly
       (load_state_dict strict=True: a missing, unexpected or misshaped name fails) and checks its eval-mode
@@ -23,6 +25,7 @@ torchvision's init leaves heads.head at zero (so every other gradient would be z
 torchvision hard-codes 3 input channels; Ember's in_channels = 1 (Fashion-MNIST) is the same code with a
 1-channel conv_proj.
 """
+import json
 import pathlib
 import sys
 
@@ -107,6 +110,11 @@ def main():
     elif len(sys.argv) == 1:
         for i, name in enumerate(CASES):
             make(name, seed=i)
+        shapes = {arch: [[k, list(v.shape)] for k, v in getattr(torchvision.models, arch)().state_dict().items()]
+                  for arch in ("vit_b_16", "vit_b_32")}
+        lines = ",\n".join(f'"{arch}": [\n' + ",\n".join(json.dumps(e) for e in entries) + "]" for arch, entries in shapes.items())
+        (DATA / "vit_standard_shapes.json").write_text("{\n" + lines + "\n}\n")
+        print("wrote vit_standard_shapes.json")
     else:
         sys.exit(__doc__)
 
