@@ -13,15 +13,20 @@ and python3-torchvision 0.14:
       `f64.grad.<name>`: the model's f32 weights converted to f64, the input likewise).
       And tests/data/vit_standard_shapes.json: the state_dict names and shapes, in order, of
       torchvision.models.vit_b_16() and vit_b_32() (too large to commit as weights).
-  /usr/bin/python3 tools/make_vit_golden.py check NAME FILE [LOGITS]
-      loads FILE (a state dict Ember saved) into a fresh torchvision model of case NAME strictly
-      (load_state_dict strict=True: a missing, unexpected or misshaped name fails) and checks its eval-mode
-      logits on the reference's `x` against LOGITS' `y` (the logits Ember computed with those weights; default:
-      the reference's `y`), 1e-5 relative; exit status 1 with the reason otherwise.
-      tests/test_vit.cpp runs it where /usr/bin/python3 imports torchvision.
+  /usr/bin/python3 tools/make_vit_golden.py standard DIR ARCH
+      the same for torchvision.models.ARCH() (vit_b_16 or vit_b_32, random init; 330 MB each, so written at
+      test time): DIR/ARCH.safetensors and DIR/ARCH_ref.safetensors with one 224 x 224 image.
+  /usr/bin/python3 tools/make_vit_golden.py check NAME FILE LOGITS
+      loads FILE (a state dict Ember saved) into a fresh torchvision model NAME (a case above, vit_b_16 or
+      vit_b_32) strictly (load_state_dict strict=True: a missing, unexpected or misshaped name fails) and
+      checks its eval-mode logits on LOGITS' `x` against LOGITS' `y` (what Ember computed with those weights),
+      1e-5 relative; exit status 1 with the reason otherwise. tests/test_vit.cpp runs both modes where
+      /usr/bin/python3 imports torchvision.
 
 torchvision's init leaves heads.head at zero (so every other gradient would be zero) and the layer norms at
-1 and 0 (so swapping ln_1 and ln_2 would go unseen): every parameter gets N(0, 0.2²) added after the init.
+1 and 0 (so swapping ln_1 and ln_2 would go unseen): every parameter of the small cases gets N(0, 0.2²) added
+after the init; in the standard models (where that would swamp the init's scale) the tensors that start
+constant (class token, biases, norms, the head) get N(0, 0.02²) added.
 torchvision hard-codes 3 input channels; Ember's in_channels = 1 (Fashion-MNIST) is the same code with a
 1-channel conv_proj.
 """
@@ -44,9 +49,14 @@ F64 = ("vit_tiny",)
 BATCH = 3
 
 
+STANDARD = ("vit_b_16", "vit_b_32")
+
+
 def model(name):
+    if name in STANDARD:
+        return getattr(torchvision.models, name)()
     if name not in CASES:
-        sys.exit(f"unknown case {name!r}: expected one of {', '.join(CASES)}")
+        sys.exit(f"unknown case {name!r}: expected one of {', '.join(list(CASES) + list(STANDARD))}")
     return torchvision.models.VisionTransformer(**CASES[name])
 
 
@@ -57,20 +67,23 @@ def gradients(m, x, t):
     return {f"grad.{k}": p.grad.detach().clone().contiguous() for k, p in m.named_parameters()}
 
 
-def make(name, seed):
+def make(name, seed, out=DATA):
     torch.manual_seed(seed)
     m = model(name).float()
     g = torch.Generator().manual_seed(seed + 1)
     with torch.no_grad():
-        for p in m.parameters():
-            p.add_(0.2 * torch.randn(p.shape, generator=g))
+        for k, p in m.named_parameters():
+            if name not in STANDARD:
+                p.add_(0.2 * torch.randn(p.shape, generator=g))
+            elif p.dim() == 1 or k in ("class_token", "heads.head.weight"):
+                p.add_(0.02 * torch.randn(p.shape, generator=g))
     state = {k: v.detach().clone().contiguous() for k, v in m.state_dict().items()}
     # safetensors sorts its entries: the metadata keeps torchvision's order (Ember's state_dict must match it)
-    save_file(state, str(DATA / f"{name}.safetensors"), metadata={"order": ",".join(state)})
+    save_file(state, str(out / f"{name}.safetensors"), metadata={"order": ",".join(state)})
 
-    size = CASES[name]["image_size"]
-    x = torch.randn(BATCH, 3, size, size, generator=g)
-    t = torch.randint(0, CASES[name]["num_classes"], (BATCH,), generator=g)
+    size, classes, batch = (224, 1000, 1) if name in STANDARD else (CASES[name]["image_size"], CASES[name]["num_classes"], BATCH)
+    x = torch.randn(batch, 3, size, size, generator=g)
+    t = torch.randint(0, classes, (batch,), generator=g)
     ref = {"x": x, "t": t}
     m.eval()
     with torch.no_grad():
@@ -82,8 +95,8 @@ def make(name, seed):
         with torch.no_grad():
             ref["f64.y"] = m(x.double()).contiguous()
         ref.update({f"f64.{k}": v for k, v in gradients(m, x.double(), t).items()})
-    save_file(ref, str(DATA / f"{name}_ref.safetensors"))
-    print(f"wrote {name}.safetensors and {name}_ref.safetensors ({len(ref)} reference tensors)")
+    save_file(ref, str(out / f"{name}_ref.safetensors"))
+    print(f"wrote {name}.safetensors and {name}_ref.safetensors ({len(ref)} reference tensors) in {out}")
 
 
 def check(name, file, logits):
@@ -92,11 +105,11 @@ def check(name, file, logits):
         m.load_state_dict(load_file(file), strict=True)
     except RuntimeError as e:
         sys.exit(f"{file}: torchvision VisionTransformer({name}) does not load it strictly: {e}")
-    ref = load_file(str(DATA / f"{name}_ref.safetensors"))
+    ember = load_file(logits)
     m.eval()
     with torch.no_grad():
-        y = m(ref["x"])
-    want = load_file(logits)["y"] if logits else ref["y"]
+        y = m(ember["x"])
+    want = ember["y"]
     err = ((y - want).abs().max() / want.abs().max().clamp_min(1e-30)).item()
     if err > 1e-5:
         sys.exit(f"{file}: torchvision's eval logits from Ember's weights differ by {err:.3g} relative (> 1e-5)")
@@ -105,13 +118,15 @@ def check(name, file, logits):
 
 def main():
     torch.set_num_threads(1)
-    if len(sys.argv) in (4, 5) and sys.argv[1] == "check":
-        check(sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) == 5 else None)
+    if len(sys.argv) == 5 and sys.argv[1] == "check":
+        check(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif len(sys.argv) == 4 and sys.argv[1] == "standard" and sys.argv[3] in STANDARD:
+        make(sys.argv[3], seed=0, out=pathlib.Path(sys.argv[2]))
     elif len(sys.argv) == 1:
         for i, name in enumerate(CASES):
             make(name, seed=i)
         shapes = {arch: [[k, list(v.shape)] for k, v in getattr(torchvision.models, arch)().state_dict().items()]
-                  for arch in ("vit_b_16", "vit_b_32")}
+                  for arch in STANDARD}
         lines = ",\n".join(f'"{arch}": [\n' + ",\n".join(json.dumps(e) for e in entries) + "]" for arch, entries in shapes.items())
         (DATA / "vit_standard_shapes.json").write_text("{\n" + lines + "\n}\n")
         print("wrote vit_standard_shapes.json")
