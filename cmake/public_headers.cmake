@@ -14,6 +14,7 @@ set(EMBER_PUBLIC_HEADERS
   autograd/grad_mode.h autograd/gradcheck.h autograd/hooks.h autograd/node.h autograd/ops.h
   nn/causal_lm.h nn/functional.h nn/generation.h nn/init.h nn/layers.h nn/module.h nn/options.h nn/registry.h
   nn/resnet.h nn/rnn.h nn/serialize.h nn/transformer.h
+  nn/vit.h
   optim/optimizer.h optim/options.h optim/param_groups.h optim/scheduler.h
   data/collate.h data/csv.h data/data.h data/dataset.h data/idx.h data/image_decode.h data/image_folder.h
   data/image_transforms.h data/loader.h data/random.h data/shard.h data/text.h data/transforms.h

@@ -25,5 +25,9 @@ void kaiming_normal_(Tensor& t, double a = 0, FanMode mode = FanMode::fan_in,
 // U(-a, a), a = gain·sqrt(6 / (fan_in + fan_out)); and N(0, gain·sqrt(2 / (fan_in + fan_out))).
 void xavier_uniform_(Tensor& t, double gain = 1.0, Generator* gen = nullptr);
 void xavier_normal_(Tensor& t, double gain = 1.0, Generator* gen = nullptr);
+// N(mean, std) truncated to [a, b] (torch.nn.init.trunc_normal_: the bounds are values, not multiples of std),
+// drawn as PyTorch draws it: u ~ U(Φ(α), Φ(β)), t = mean + std·Φ⁻¹(u), clamped to [a, b].
+void trunc_normal_(Tensor& t, double mean = 0.0, double std = 1.0, double a = -2.0, double b = 2.0,
+                   Generator* gen = nullptr);
 
 }  // namespace ember::nn::init

@@ -12,6 +12,7 @@
 #include "nn/schema.h"
 #include "nn/transformer.h"
 #include "nn/rnn.h"
+#include "nn/vit.h"
 
 namespace ember::nn {
 namespace {
@@ -362,6 +363,7 @@ Row dropout_row(double fallback, const char* what) {
 const std::map<std::string, Entry>& table() {
   static const RNNLMOptions rnn_lm;  // its defaults are the rows'
   static const GPTOptions gpt;
+  static const VisionTransformerOptions vit;  // its defaults (ViT-B/16's sizes) are the rows'
   static const std::map<std::string, Entry> t = {
       {"linear",
        {{Row("out_features", Kind::integer).req().doc("Output features (the input's are inferred)."), bias_row(true)},
@@ -728,6 +730,44 @@ const std::map<std::string, Entry>& table() {
           o.stem = a.text("stem") == "small" ? ResNetStem::small : ResNetStem::imagenet;
           o.zero_init_residual = a.boolean("zero_init_residual");
           return std::make_shared<ResNet>(o, gen);
+        },
+        /*whole_model=*/true}},
+      // --- the Vision Transformer (nn/vit.h), a whole model over images [C, S, S] ---
+      {"vit",
+       {{Row("patch_size", Kind::integer).req().in("> 0").doc("Patches of patch_size × patch_size pixels; it divides the image size."),
+         Row("num_classes", Kind::integer).req().in("> 0").doc("Classes of the head (the logits' size)."),
+         Row("layers", Kind::integer).def(vit.num_layers).in("> 0").doc("Encoder blocks."),
+         Row("heads", Kind::integer).def(vit.num_heads).in("> 0").doc("Attention heads per block; they divide hidden_dim."),
+         Row("hidden_dim", Kind::integer).def(vit.hidden_dim).in("> 0").doc("Features per token."),
+         Row("mlp_dim", Kind::integer).def(vit.mlp_dim).in("> 0").doc("Hidden features of each block's MLP."),
+         dropout_row(vit.dropout, "Dropout after the position embedding, the attention and in the MLPs (training)."),
+         Row("attention_dropout", Kind::number).def(vit.attention_dropout).in("in [0, 1)")
+             .doc("Dropout on the attention weights (training)."),
+         Row("representation_size", Kind::integer).def(vit.representation_size).in(">= 0 (0: none)")
+             .doc("A tanh pre-logits layer of this many features before the head.")},
+        [](const Args& a, Generator* gen) -> std::shared_ptr<Module> {
+          const int64_t channels = need_channels(a, "vit");
+          if (a.in[1] != a.in[2]) a.error("vit needs square images, but the input here is " + a.in.str());
+          const int64_t patch = a.integer("patch_size");
+          if (a.in[1] % patch != 0)
+            a.error("'patch_size' " + std::to_string(patch) + " does not divide the image size " + std::to_string(a.in[1]) +
+                    " (input " + a.in.str() + "); choose a divisor");
+          const VisionTransformerOptions o{.image_size = a.in[1],
+                                           .patch_size = patch,
+                                           .num_layers = a.integer("layers"),
+                                           .num_heads = a.integer("heads"),
+                                           .hidden_dim = a.integer("hidden_dim"),
+                                           .mlp_dim = a.integer("mlp_dim"),
+                                           .dropout = a.number("dropout"),
+                                           .attention_dropout = a.number("attention_dropout"),
+                                           .num_classes = a.integer("num_classes"),
+                                           .representation_size = a.integer("representation_size"),
+                                           .in_channels = channels};
+          try {
+            return std::make_shared<VisionTransformer>(o, gen);
+          } catch (const Error& e) {
+            a.error(e.what());
+          }
         },
         /*whole_model=*/true}},
   };

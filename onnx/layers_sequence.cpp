@@ -8,6 +8,7 @@
 
 #include "nn/rnn.h"
 #include "nn/transformer.h"
+#include "nn/vit.h"
 #include "onnx/graph.h"
 
 namespace ember::onnx::detail {
@@ -246,6 +247,46 @@ void add_sequence_layers(LayerTable& t) {
     const std::string x = gather(g, m.embedding->weight, in.name, join_path(path, "embedding"));
     const std::string h = recurrent(g, *m.rnn, join_path(path, "rnn"), x);
     return g.linear(h, 3, m.head_weight(), m.head_bias, join_path(path, "head"));
+  });
+  // The Vision Transformer on [B, C, S, S]: conv_proj's patches as tokens [B, N, D] after the class token,
+  // plus the positions, the pre-norm encoder blocks (dropouts are identities), ln, then the heads on the class
+  // token's output.
+  add_layer<nn::VisionTransformer>(t, "VisionTransformer", [](Graph& g, nn::VisionTransformer& m, const std::string& path,
+                                                              const Value& in) {
+    if (in.example.dim() != 4) unsupported(path, m, "export needs a batched input [B, C, H, W], got " + in.example.shape().str());
+    const int64_t d = m.options.hidden_dim, patches = m.seq_length() - 1;
+    const Value grid = g.convert(*m.conv_proj, join_path(path, "conv_proj"), in);  // [B, D, S/P, S/P]
+    const std::string tokens =
+        transpose(g, g.op("Reshape", {grid.name, g.ints({0, d, patches}, path, "tokens_shape")}, path), {0, 2, 1}, path);
+    ::onnx::NodeProto& batch_shape = g.node("Concat", {g.dim(in.name, 0, path), g.ints({1, d}, path, "class_token_dims")}, path);
+    attr_int(batch_shape, "axis", 0);
+    ::onnx::NodeProto& joined =
+        g.node("Concat", {g.op("Expand", {g.weight(m.class_token, "class_token"), batch_shape.output(0)}, path), tokens}, path);
+    attr_int(joined, "axis", 1);
+    const std::string enc = join_path(path, "encoder");
+    std::string x = g.op("Add", {joined.output(0), g.weight(m.encoder->pos_embedding, "encoder.pos_embedding")}, enc);
+    for (const auto& [name, layer] : *m.encoder->layers) {
+      const auto& b = static_cast<const nn::ViTEncoderBlock&>(*layer);
+      const std::string p = join_path(enc, "layers." + name);
+      x = g.op("Add", {x, self_attention(g, *b.self_attention, layer_norm(g, *b.ln_1, x, join_path(p, "ln_1")), false,
+                                         join_path(p, "self_attention"))},
+               p);
+      const auto& fc1 = static_cast<const nn::Linear&>(*(*b.mlp)[0]);
+      const auto& fc2 = static_cast<const nn::Linear&>(*(*b.mlp)[3]);
+      std::string h = g.linear(layer_norm(g, *b.ln_2, x, join_path(p, "ln_2")), 3, fc1.weight, fc1.bias, join_path(p, "mlp.0"));
+      h = g.linear(g.gelu(h, false, join_path(p, "mlp.1")), 3, fc2.weight, fc2.bias, join_path(p, "mlp.3"));
+      x = g.op("Add", {x, h}, p);
+    }
+    x = layer_norm(g, *m.encoder->ln, x, join_path(enc, "ln"));
+    ::onnx::NodeProto& first = g.node("Gather", {x, g.constant(scalar_tensor(0, {.dtype = DType::i64}), path, "class_index")}, path);
+    attr_int(first, "axis", 1);  // [B, D]
+    x = first.output(0);
+    for (const auto& [name, head] : *m.heads) {
+      const std::string p = join_path(path, "heads." + name);
+      if (const auto* l = dynamic_cast<const nn::Linear*>(head.get())) x = g.linear(x, 2, l->weight, l->bias, p);
+      else x = g.op("Tanh", {x}, p);  // act, after pre_logits
+    }
+    return x;
   });
 }
 

@@ -79,8 +79,8 @@ TEST(Registry, MlpOnFlatInputAndEveryType) {
   const Tensor y = gelu(hardtanh(softplus(elu(leaky_relu(silu(x), 0.2)), 2.0, 10.0), -0.5, 0.5), "tanh");
   EXPECT_EQ(acts->forward(x).to_vector<float>(), y.to_vector<float>());
   // 26 + 4 sequence types (nn/transformer.h) + lstm, gru, rnn_lm (nn/rnn.h) + 7 conv/pool/resample types (issue 30)
-  // + resnet (nn/resnet.h) + rms_norm, swiglu (issue 31)
-  EXPECT_EQ(nn::layer_types().size(), 43u);
+  // + resnet (nn/resnet.h) + rms_norm, swiglu (issue 31) + vit (nn/vit.h)
+  EXPECT_EQ(nn::layer_types().size(), 44u);
   EXPECT_EQ(nn::layer_keys("linear"), (std::vector<std::string>{"out_features", "bias"}));
 }
 
@@ -279,6 +279,9 @@ TEST(Registry, EveryTypeBuildsWithItsDefaults) {
       {"pixel_unshuffle", {{{"downscale_factor", int64_t{2}}}, image}},
       // vision models
       {"resnet", {{{"num_classes", int64_t{10}}}, image}},
+      // the Vision Transformer (its defaults are ViT-B/16's sizes: a small one here)
+      {"vit", {{{"patch_size", int64_t{4}}, {"num_classes", int64_t{3}}, {"layers", int64_t{1}}, {"heads", int64_t{2}},
+                {"hidden_dim", int64_t{8}}, {"mlp_dim", int64_t{8}}}, image}},
   };
   for (const std::string& type : nn::layer_types()) {
     const auto it = cases.find(type);
@@ -556,4 +559,38 @@ TEST(Registry, LanguageModelLayers) {
   expect_error({spec("swiglu", {{"hidden", int64_t{0}}})}, {"(swiglu)", "'hidden' must be positive"}, {8});
   expect_error({spec("rms_norm", {{"eps", -1.0}})}, {"(rms_norm)", "'eps'"}, {8});
   expect_error({spec("swiglu", {{"hidden", int64_t{4}}})}, {"(swiglu)", "[features] or [T, features]"}, {2, 3, 4});
+}
+
+// vit: a whole model (its own state_dict names, torchvision's), image size and channels from the input.
+TEST(Registry, VitIsAWholeModelSizedByItsInput) {
+  Generator gen(0);
+  const std::vector<std::pair<std::string, nn::SpecValue>> small = {
+      {"patch_size", int64_t{7}}, {"num_classes", int64_t{10}}, {"layers", int64_t{2}}, {"heads", int64_t{2}},
+      {"hidden_dim", int64_t{16}}, {"mlp_dim", int64_t{32}}, {"dropout", 0.1}, {"representation_size", int64_t{8}}};
+  auto model = nn::build_model({spec("vit", small)}, {.sample_shape = {1, 28, 28}}, &gen);
+  const auto vit = std::dynamic_pointer_cast<nn::VisionTransformer>(model);
+  ASSERT_NE(vit, nullptr);
+  EXPECT_EQ(vit->options.image_size, 28);
+  EXPECT_EQ(vit->options.in_channels, 1);
+  EXPECT_EQ(vit->options.num_layers, 2);
+  EXPECT_DOUBLE_EQ(vit->options.dropout, 0.1);
+  EXPECT_EQ(vit->options.representation_size, 8);
+  EXPECT_EQ(model->state_dict()[0].first, "class_token");
+  EXPECT_EQ(model->state_dict().back().first, "heads.head.bias");
+  EXPECT_EQ(model->forward(zeros({2, 1, 28, 28})).shape(), Shape({2, 10}));
+  EXPECT_TRUE(nn::is_whole_model("vit"));
+
+  auto with = [&](const std::string& key, nn::SpecValue value) {  // small, with key set to value
+    auto args = small;
+    std::erase_if(args, [&](const auto& arg) { return arg.first == key; });
+    args.emplace_back(key, std::move(value));
+    return std::vector<LayerSpec>{spec("vit", args)};
+  };
+  expect_error(with("patch_size", int64_t{5}), {"model[0] (vit)", "'patch_size' 5 does not divide the image size 28"});
+  expect_error(with("heads", int64_t{3}), {"model[0] (vit)", "hidden_dim 16 is not divisible by num_heads 3"});
+  expect_error(with("attention_dropout", 1.0), {"'attention_dropout' must be in [0, 1)"});
+  expect_error({spec("vit", small)}, {"(vit)", "square images", "[1, 28, 24]"}, {1, 28, 24});
+  expect_error({spec("vit", small)}, {"(vit)", "needs image input [C, H, W]", "[784]"}, {784});
+  expect_error({spec("vit", {{"patch_size", int64_t{7}}})}, {"(vit)", "missing required key 'num_classes'"});
+  expect_error({spec("flatten"), spec("vit", small)}, {"vit is a whole model", "the only entry"});
 }

@@ -1,4 +1,4 @@
-// ONNX export (onnx/export.h), checked by the real runtime: every layer type of the registry alone, the four
+// ONNX export (onnx/export.h), checked by the real runtime: every layer type of the registry alone, the five
 // shipped configs' models and the model ember-export writes from a run are exported, fed 100 test examples in
 // batches of different sizes (and, for token models, different sequence lengths: the symbolic dims) through
 // Ember and through onnxruntime (tools/onnx_check.py under .venv-test's Python), and compared:
@@ -253,6 +253,11 @@ TEST(OnnxExport, EveryRegistryLayerMatchesOnnxruntime) {
       // vision models: torchvision's stem and BasicBlocks; the small stem and Bottlenecks
       {"resnet18", "[{type: resnet, num_classes: 5, width: 4}]", {3, 32, 32}},
       {"resnet50_small_stem", "[{type: resnet, num_classes: 4, depth: 50, width: 2, stem: small}]", {1, 12, 12}},
+      // the Vision Transformer (issue 32), with and without the tanh pre-logits
+      {"vit", "[{type: vit, patch_size: 4, num_classes: 5, layers: 2, heads: 2, hidden_dim: 8, mlp_dim: 12}]", {1, 8, 8}},
+      {"vit_pre_logits",
+       "[{type: vit, patch_size: 3, num_classes: 4, layers: 1, heads: 4, hidden_dim: 8, mlp_dim: 16, representation_size: 6}]",
+       {3, 9, 9}},
   };
   // Every layer type the registry builds is in a case above.
   std::string all;
@@ -300,7 +305,7 @@ TEST(OnnxExport, SequenceFirstLayersMatchOnnxruntime) {
 TEST(OnnxExport, ShippedConfigsMatchOnnxruntime) {
   Scratch dir;
   Checker checker(dir);
-  for (const char* name : {"fashion_mlp", "fashion_cnn", "char_gpt", "char_lstm", "fashion_resnet"}) {
+  for (const char* name : {"fashion_mlp", "fashion_cnn", "char_gpt", "char_lstm", "fashion_resnet", "fashion_vit"}) {
     SCOPED_TRACE(name);
     const app::TrainConfig config =
         app::load_config(std::string(EMBER_SOURCE_DIR "/configs/") + name + ".yaml", {}, /*fashion_files=*/false);

@@ -23,6 +23,7 @@
 #include "nn/rnn.h"
 #include "nn/serialize.h"
 #include "nn/transformer.h"
+#include "nn/vit.h"
 #include "observe/summary_writer.h"
 #include "optim/optimizer.h"
 #include "optim/param_groups.h"
