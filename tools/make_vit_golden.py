@@ -37,7 +37,8 @@ import sys
 import torch
 import torch.nn.functional as F
 import torchvision
-from safetensors.torch import load_file, save_file
+
+from torchvision_check import check_strict_load, load_file, save_file
 
 DATA = pathlib.Path(__file__).resolve().parent.parent / "tests" / "data"
 TINY = dict(num_layers=2, num_heads=2, hidden_dim=32, mlp_dim=64, num_classes=10)
@@ -100,20 +101,8 @@ def make(name, seed, out=DATA):
 
 
 def check(name, file, logits):
-    m = model(name).float()
-    try:
-        m.load_state_dict(load_file(file), strict=True)
-    except RuntimeError as e:
-        sys.exit(f"{file}: torchvision VisionTransformer({name}) does not load it strictly: {e}")
     ember = load_file(logits)
-    m.eval()
-    with torch.no_grad():
-        y = m(ember["x"])
-    want = ember["y"]
-    err = ((y - want).abs().max() / want.abs().max().clamp_min(1e-30)).item()
-    if err > 1e-5:
-        sys.exit(f"{file}: torchvision's eval logits from Ember's weights differ by {err:.3g} relative (> 1e-5)")
-    print(f"ok: {file} loads into torchvision VisionTransformer({name}) strictly; eval logits within {err:.3g} relative")
+    check_strict_load(model(name).float(), f"torchvision VisionTransformer({name})", file, ember["x"], ember["y"])
 
 
 def main():

@@ -35,9 +35,7 @@ Debian's python3-torch 1.13 / python3-torchvision 0.14 are the reference. Files 
 small safetensors codec below (the `safetensors` package is not a Debian package).
 """
 import argparse
-import json
 import pathlib
-import struct
 import sys
 
 import torch
@@ -46,47 +44,14 @@ import torch.nn.functional as F
 import torchvision
 from torchvision.models.resnet import BasicBlock, Bottleneck, ResNet
 
+from torchvision_check import check_strict_load, load_file, save_file
+
 TINY = {
     "resnet_tiny_basic": (BasicBlock, [1, 2, 1, 1], "imagenet"),
     "resnet_tiny_bottleneck": (Bottleneck, [1, 2, 1, 1], "small"),
 }
 TINY_WIDTH = 4
 TINY_CLASSES = 10
-
-# --- safetensors (https://github.com/huggingface/safetensors: an 8-byte little-endian header size, the JSON
-# header {name: {dtype, shape, data_offsets}}, then the bytes) ---------------------------------------------
-DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64", torch.int32: "I32"}
-
-
-def save_file(tensors, path):
-    header, chunks, offset = {}, [], 0
-    for name in sorted(tensors):
-        t = tensors[name].detach().contiguous().cpu()
-        data = t.numpy().tobytes()
-        header[name] = {"dtype": DTYPES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
-        chunks.append(data)
-        offset += len(data)
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(chunks))
-
-
-def load_file(path):
-    raw = pathlib.Path(path).read_bytes()
-    (n,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8:8 + n])
-    by_name = {v: k for k, v in DTYPES.items()}
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = info["data_offsets"]
-        data = bytearray(raw[8 + n + begin:8 + n + end])
-        t = torch.frombuffer(data, dtype=by_name[info["dtype"]]) if data else torch.empty(0, dtype=by_name[info["dtype"]])
-        out[name] = t.reshape(info["shape"]).clone()
-    return out
-
 
 # --- the models -----------------------------------------------------------------------------------------
 def tiny(arch):
@@ -154,21 +119,8 @@ def make(args):
 
 
 def check(args):
-    m = model(args.arch).float()
-    state = load_file(args.file)
-    try:
-        m.load_state_dict(state, strict=True)
-    except RuntimeError as e:
-        sys.exit(f"{args.file}: torchvision {args.arch} does not load it strictly: {e}")
     ref = load_file(f"{args.dir}/{args.arch}_ref.safetensors")
-    m.eval()
-    with torch.no_grad():
-        y = m(ref["x"])
-    want = ref["eval.y"]
-    err = ((y - want).abs().max() / want.abs().max().clamp_min(1e-30)).item()
-    if err > 1e-5:
-        sys.exit(f"{args.file}: torchvision's eval logits from Ember's weights differ by {err:.3g} relative (> 1e-5)")
-    print(f"ok: {args.file} loads into torchvision {args.arch} strictly; eval logits within {err:.3g} relative")
+    check_strict_load(model(args.arch).float(), f"torchvision {args.arch}", args.file, ref["x"], ref["eval.y"])
 
 
 def golden(_):
