@@ -594,7 +594,10 @@ const std::map<std::string, Entry>& table() {
          Row("context", Kind::integer).default_is("data.context").doc("The most positions; must equal data.context."),
          Row("dropout", Kind::number).def(gpt.dropout).doc("Dropout on the embeddings and in every block (training)."),
          Row("mlp_ratio", Kind::integer).def(gpt.mlp_ratio).doc("The blocks' MLP has mlp_ratio × dim hidden features."),
-         Row("position", Kind::choice).def(gpt.position).one_of({"learned", "sinusoidal"}).doc("The position embedding."),
+         Row("position", Kind::choice).def(gpt.position).one_of({"learned", "sinusoidal", "rotary"})
+             .doc("The position embedding: learned or sinusoidal absolute positions, or rotary (RoPE in every attention, no pos_emb)."),
+         Row("kv_heads", Kind::integer).def(gpt.kv_heads).in(">= 0 (0: heads)")
+             .doc("Key/value heads (grouped-query attention: they divide heads; 1: multi-query)."),
          Row("tie_weights", Kind::boolean).def(gpt.tie_weights).doc("The head reuses the token embedding's weights."),
          Row("bias", Kind::boolean).def(gpt.bias).doc("Biases in the linears, attention and layer norms.")},
         [](const Args& a, Generator* gen) -> std::shared_ptr<Module> {
@@ -613,7 +616,8 @@ const std::map<std::string, Entry>& table() {
                        .dropout = a.number("dropout"),
                        .position = a.text("position"),
                        .tie_weights = a.boolean("tie_weights"),
-                       .bias = a.boolean("bias")};
+                       .bias = a.boolean("bias"),
+                       .kv_heads = a.integer("kv_heads")};
           try {
             return std::make_shared<GPT>(o, gen);
           } catch (const Error& e) {

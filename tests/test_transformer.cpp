@@ -689,6 +689,20 @@ TEST(Registry, WholeGpt) {
                                  {"model[gpt]", "not divisible by heads 4"}));
   EXPECT_TRUE(test::throws_error([&] { nn::build_model({spec("gpt")}, {.sample_shape = {8}, .dtype = DType::i64}); },
                                  {"needs a vocabulary size"}));
+
+  // A Llama-style attention from YAML: grouped-query (2 kv heads for 4 heads) with rotary positions.
+  const auto llama = std::dynamic_pointer_cast<nn::GPT>(
+      nn::build_model({spec("gpt", {{"layers", int64_t{1}}, {"heads", int64_t{4}}, {"dim", int64_t{16}},
+                                    {"kv_heads", int64_t{2}}, {"position", std::string("rotary")}})},
+                      in));
+  ASSERT_NE(llama, nullptr);
+  EXPECT_EQ(llama->options.kv_heads, 2);
+  EXPECT_EQ(llama->pos_emb, nullptr);
+  EXPECT_EQ(llama->blocks->at<nn::TransformerEncoderLayer>(0)->self_attn->in_proj_weight.shape(), Shape({16 + 2 * 2 * 4, 16}));
+  EXPECT_EQ(llama->forward(randint(0, 11, {2, 8})).shape(), Shape({2, 8, 11}));
+  EXPECT_TRUE(test::throws_error(
+      [&] { nn::build_model({spec("gpt", {{"heads", int64_t{4}}, {"dim", int64_t{16}}, {"kv_heads", int64_t{3}}})}, in); },
+      {"model[gpt]", "3"}));
 }
 
 // --- CUDA parity ------------------------------------------------------------------------------------------
