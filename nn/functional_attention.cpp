@@ -23,9 +23,7 @@ struct AttentionBackward : autograd::Node {
   bool has_mask = false;
   SavedTensor q, k, v, mask, out, lse;
   std::string_view name() const override { return kOp; }
-  void release() override {
-    for (SavedTensor* t : {&q, &k, &v, &mask, &out, &lse}) t->release();
-  }
+  void release() override { release_all(q, k, v, mask, out, lse); }
   void backward(const Tensor& g, Tensor* grad_inputs) override {
     const Tensor qv = q.unpack(*this), kv = k.unpack(*this), vv = v.unpack(*this), o = out.unpack(*this);
     const Tensor m = has_mask ? mask.unpack(*this) : Tensor();

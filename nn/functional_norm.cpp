@@ -32,12 +32,7 @@ struct NormBackward : autograd::Node {
   std::string_view name() const override {
     return kind == NormKind::batch ? "batch_norm" : kind == NormKind::layer ? "layer_norm" : "rms_norm";
   }
-  void release() override {
-    x.release();
-    weight.release();
-    mean.release();
-    invstd.release();
-  }
+  void release() override { release_all(x, weight, mean, invstd); }
   void backward(const Tensor& g, Tensor* grad_inputs) override {
     const Tensor xv = x.unpack(*this), gy = raw::view(raw::contiguous(g), xv.shape());
     const Tensor w = has_weight ? raw::contiguous(weight.unpack(*this)) : Tensor();  // backends take contiguous

@@ -116,9 +116,7 @@ struct SequenceBackward : autograd::Node {
   bool lstm = true, reverse = false, has_b_hh = false;
   SavedTensor w_hh, h0, c0, y, cs, ws;
   std::string_view name() const override { return lstm ? "lstm_sequence" : "gru_sequence"; }
-  void release() override {
-    for (SavedTensor* t : {&w_hh, &h0, &c0, &y, &cs, &ws}) t->release();
-  }
+  void release() override { release_all(w_hh, h0, c0, y, cs, ws); }
   void backward(const Tensor& g, Tensor* grad_inputs) override {
     const Tensor w = w_hh.unpack(*this), h_init = h0.unpack(*this), out = y.unpack(*this), work = ws.unpack(*this);
     const Tensor c_init = lstm ? c0.unpack(*this) : Tensor(), cells = lstm ? cs.unpack(*this) : Tensor();
